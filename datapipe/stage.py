@@ -1,0 +1,331 @@
+"""Stage base classes.
+
+A stage is one class with a ``name``, a keyword-only ``Config`` dataclass, optional
+``setup()`` (heavy state, run once per Ray actor) and one hot method over a
+``pyarrow.Table`` batch. The base class does the rest: it hands the hot method only
+the documents still alive, marks drops with stage and reason, counts, times, and
+keeps every batch on the declared schema.
+
+Kinds, each writing one method:
+
+* :class:`FilterStage` – ``keep(batch) -> (mask, reasons)``: a boolean per row and,
+  for the dropped ones, a rule name (``"mean_word_length"``); the base class prefixes
+  the stage name (``gopher_quality:mean_word_length``).
+* :class:`FormatterStage` – ``format(batch) -> (texts, changes[, columns])``: the
+  rewritten text column, per-document change counters (``{"lines_removed": array}``)
+  and optionally added columns. A document whose text becomes empty is dropped with
+  reason ``<stage>:empty``.
+* :class:`AnnotatorStage` – ``annotate(batch) -> {column: array}`` for the columns in
+  ``adds``. A filter or formatter may also define ``annotate``; it runs first and its
+  columns are visible to ``keep``/``format``.
+* :class:`GlobalStage` – multi-pass stages (dedup) that need the whole dataset:
+  ``run(ds, ctx) -> ds``. They must mark drops, never remove rows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Any, ClassVar, Mapping, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datapipe import schema as S
+
+
+@dataclass(kw_only=True, frozen=True)
+class StageConfig:
+    """Base for stage configs. Subclasses are keyword-only dataclasses validated in
+    ``__post_init__`` with errors that say how to fix the value."""
+
+
+@dataclass
+class BatchStats:
+    """What one call of a stage did to one batch, per source. Mergeable by addition."""
+
+    docs_in: int = 0
+    docs_out: int = 0
+    bytes_in: int = 0
+    bytes_out: int = 0
+    dropped: dict[str, int] = dataclasses.field(default_factory=dict)
+    changes: dict[str, int] = dataclasses.field(default_factory=dict)
+    docs_changed: int = 0
+    seconds: float = 0.0
+
+    def merge(self, other: "BatchStats") -> None:
+        self.docs_in += other.docs_in
+        self.docs_out += other.docs_out
+        self.bytes_in += other.bytes_in
+        self.bytes_out += other.bytes_out
+        self.docs_changed += other.docs_changed
+        self.seconds += other.seconds
+        for k, v in other.dropped.items():
+            self.dropped[k] = self.dropped.get(k, 0) + v
+        for k, v in other.changes.items():
+            self.changes[k] = self.changes.get(k, 0) + v
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, Any]) -> "BatchStats":
+        return cls(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()})
+
+
+class Stage:
+    """Base of every stage. Subclasses set ``name``, ``Config``, ``reads``, ``adds``."""
+
+    name: ClassVar[str] = ""
+    Config: ClassVar[type[StageConfig]] = StageConfig
+    #: columns the stage needs present (per source) when it runs
+    reads: ClassVar[tuple[str, ...]] = (S.TEXT,)
+    #: columns the stage adds, with their Arrow types
+    adds: ClassVar[Mapping[str, pa.DataType]] = {}
+    #: Ray resources per actor/task (``num_cpus`` etc.)
+    resources: ClassVar[Mapping[str, float]] = {"num_cpus": 1}
+
+    def __init__(self, config: StageConfig | None = None) -> None:
+        self.config = config if config is not None else self.Config()
+        self._ready = False
+
+    # -- lifecycle -----------------------------------------------------------------
+    def setup(self) -> None:
+        """Load heavy state (models, tokenizers). Runs once per Ray actor."""
+
+    @classmethod
+    def needs_actor(cls) -> bool:
+        """True when the stage has a ``setup()``: the runner then uses actors."""
+        return cls.setup is not Stage.setup
+
+    def ensure_setup(self) -> None:
+        if not self._ready:
+            self.setup()
+            self._ready = True
+
+    def provides_for(self, available: frozenset[str]) -> frozenset[str]:
+        """Columns available after this stage, given those available before it."""
+        return available | frozenset(self.adds)
+
+    # -- batch path ----------------------------------------------------------------
+    def annotate(self, batch: pa.Table) -> Mapping[str, Any]:  # pragma: no cover - optional
+        return {}
+
+    def _has_annotate(self) -> bool:
+        return type(self).annotate is not Stage.annotate
+
+    def process(self, batch: pa.Table) -> tuple[pa.Table, dict[str, BatchStats]]:
+        """Run the stage on ``batch`` (all rows, alive or already dropped) and return the
+        batch with drops marked and columns added, plus per-source stats."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config!r})"
+
+
+def _as_array(values: Any, typ: pa.DataType) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    if isinstance(values, pa.Array):
+        return values if values.type == typ else values.cast(typ)
+    if isinstance(values, np.ndarray) and values.dtype != object:
+        return pa.array(values).cast(typ)
+    return pa.array(values, type=typ)
+
+
+def _scatter(alive_idx: np.ndarray, n: int, values: pa.Array) -> pa.Array:
+    """Place ``values`` (one per alive row) at ``alive_idx`` in an ``n``-long null array."""
+    if len(alive_idx) == n:
+        return values
+    positions = np.full(n, -1, dtype=np.int64)
+    positions[alive_idx] = np.arange(len(alive_idx))
+    take_idx = pa.array(positions, mask=positions < 0)
+    return values.take(take_idx)
+
+
+class BatchStage(Stage):
+    """Shared per-batch plumbing for filter, formatter and annotator stages."""
+
+    def _run(self, live: pa.Table) -> tuple[dict[str, pa.Array], np.ndarray | None, list | None, pa.Array | None, dict[str, np.ndarray]]:
+        """Kind-specific work on alive rows: (added columns, keep mask, reasons, new text, changes)."""
+        raise NotImplementedError
+
+    def process(self, batch: pa.Table) -> tuple[pa.Table, dict[str, BatchStats]]:
+        self.ensure_setup()
+        t0 = time.perf_counter()
+        n = batch.num_rows
+        alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
+        alive_idx = np.flatnonzero(alive)
+        live = batch.take(pa.array(alive_idx)) if len(alive_idx) < n else batch
+        if len(alive_idx):
+            added, keep, reasons, new_text, changes = self._run(live)
+        else:
+            added, keep, reasons, new_text, changes = {}, None, None, None, {}
+        m = len(alive_idx)
+        if keep is None:
+            keep = np.ones(m, dtype=bool)
+        keep = np.asarray(keep, dtype=bool)
+        if keep.shape != (m,):
+            raise AssertionError(f"stage {self.name}: keep mask has shape {keep.shape}, expected ({m},)")
+
+        # text rewrite (formatters); empty output is a drop
+        out_text_live = live.column(S.TEXT).combine_chunks() if S.TEXT in live.column_names else None
+        if new_text is not None:
+            new_text = _as_array(new_text, pa.string())
+            if len(new_text) != m:
+                raise AssertionError(f"stage {self.name}: format returned {len(new_text)} texts for {m} documents")
+            empty = (pc.fill_null(pc.binary_length(new_text), 0).to_numpy(zero_copy_only=False) == 0)
+            reasons = list(reasons) if reasons is not None else [None] * m
+            for i in np.flatnonzero(empty & keep):
+                reasons[i] = "empty"
+            keep = keep & ~empty
+            out_text_live = new_text
+
+        # assemble the full batch
+        cols = {name: batch.column(name) for name in batch.column_names}
+        if new_text is not None:
+            # dropped-by-this-stage docs keep their *input* text in rejects
+            old = live.column(S.TEXT).combine_chunks()
+            merged = pc.if_else(pa.array(keep), new_text, old)
+            cols[S.TEXT] = _scatter(alive_idx, n, merged) if m < n else merged
+            if m < n:  # rows dropped earlier keep their text
+                cols[S.TEXT] = pc.if_else(pa.array(alive), cols[S.TEXT], batch.column(S.TEXT).combine_chunks())
+        for col, typ in self.adds.items():
+            if col in added:
+                arr = _as_array(added[col], typ)
+                if len(arr) != m:
+                    raise AssertionError(f"stage {self.name}: column {col!r} has {len(arr)} values for {m} documents")
+                full = _scatter(alive_idx, n, arr)
+                if col in cols and m < n:
+                    full = pc.if_else(pa.array(alive), full, cols[col].combine_chunks() if isinstance(cols[col], pa.ChunkedArray) else cols[col])
+                cols[col] = full
+            elif col not in cols:
+                cols[col] = pa.nulls(n, typ)
+
+        drop_live = ~keep
+        if drop_live.any():
+            if reasons is None:
+                raise AssertionError(f"stage {self.name}: dropped documents without reasons")
+            stage_col = batch.column(S.REJECT_STAGE).to_pylist()
+            reason_col = batch.column(S.REJECT_REASON).to_pylist()
+            detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
+            for j in np.flatnonzero(drop_live):
+                i = alive_idx[j]
+                r = reasons[j] or "unspecified"
+                rule, _, detail = str(r).partition("|")
+                stage_col[i] = self.name
+                reason_col[i] = f"{self.name}:{rule}"
+                detail_col[i] = detail or None
+            cols[S.REJECT_STAGE] = pa.array(stage_col, pa.string())
+            cols[S.REJECT_REASON] = pa.array(reason_col, pa.string())
+            cols[S.REJECT_DETAIL] = pa.array(detail_col, pa.string())
+        out = pa.table(cols)
+
+        # stats per source (alive rows only)
+        stats: dict[str, BatchStats] = {}
+        sources = live.column(S.SOURCE).to_pylist() if m else []
+        in_bytes = _lengths(live, S.TEXT)
+        out_bytes = (pc.fill_null(pc.binary_length(out_text_live), 0).to_numpy(zero_copy_only=False)
+                     if out_text_live is not None and m else np.zeros(m, dtype=np.int64))
+        reason_full = [f"{self.name}:{(reasons[j] or 'unspecified').partition('|')[0]}" if drop_live[j] else None for j in range(m)] if drop_live.any() else None
+        changed = None
+        if new_text is not None and m:
+            changed = pc.not_equal(new_text, live.column(S.TEXT).combine_chunks())
+            changed = pc.fill_null(changed, True).to_numpy(zero_copy_only=False)
+        for src in sorted(set(sources)):
+            sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
+            st = BatchStats(docs_in=int(sel.sum()))
+            st.docs_out = int((sel & keep).sum())
+            st.bytes_in = int(in_bytes[sel].sum())
+            st.bytes_out = int(out_bytes[sel & keep].sum())
+            if reason_full is not None:
+                for j in np.flatnonzero(sel & drop_live):
+                    st.dropped[reason_full[j]] = st.dropped.get(reason_full[j], 0) + 1
+            for name, counts in changes.items():
+                st.changes[name] = int(np.asarray(counts)[sel].sum())
+            if changed is not None:
+                st.docs_changed = int((changed & sel & keep).sum())
+            stats[src] = st
+        elapsed = time.perf_counter() - t0
+        total = max(m, 1)
+        for st in stats.values():
+            st.seconds = elapsed * st.docs_in / total
+        return out, stats
+
+
+def _lengths(table: pa.Table, column: str) -> np.ndarray:
+    if column not in table.column_names or table.num_rows == 0:
+        return np.zeros(table.num_rows, dtype=np.int64)
+    return pc.fill_null(pc.binary_length(table.column(column)), 0).to_numpy().astype(np.int64)
+
+
+class AnnotatorStage(BatchStage):
+    """Adds the columns in ``adds``; drops nothing."""
+
+    def annotate(self, batch: pa.Table) -> Mapping[str, Any]:
+        raise NotImplementedError
+
+    def _run(self, live):
+        return dict(self.annotate(live)), None, None, None, {}
+
+
+class FilterStage(BatchStage):
+    """Keeps or drops each document with a reason. May also ``annotate``."""
+
+    adds: ClassVar[Mapping[str, pa.DataType]] = {}
+
+    def keep(self, batch: pa.Table) -> tuple[np.ndarray, Sequence[str | None]]:
+        """Return a boolean keep mask and, for dropped rows, the rule that dropped them.
+
+        A reason may carry a detail after ``|`` (``"mean_word_length|2.1"``): the rule
+        goes to ``_reject_reason`` and the detail to ``_reject_detail``."""
+        raise NotImplementedError
+
+    def _run(self, live):
+        added = dict(self.annotate(live)) if self._has_annotate() else {}
+        view = live
+        for col, arr in added.items():
+            arr = _as_array(arr, self.adds[col])
+            view = view.append_column(col, arr) if col not in view.column_names else view.set_column(view.column_names.index(col), col, arr)
+        keep, reasons = self.keep(view)
+        return added, np.asarray(keep, dtype=bool), list(reasons), None, {}
+
+
+class FormatterStage(BatchStage):
+    """Rewrites ``text`` and counts what it changed. May also ``annotate``."""
+
+    def format(self, batch: pa.Table) -> tuple[Any, ...]:
+        """Return ``(new_texts, {counter_name: per-row counts})``, or a third element
+        ``{column: values}`` for columns in ``adds`` computed in the same pass (so a
+        scrubber can report its per-document counts without detecting twice)."""
+        raise NotImplementedError
+
+    def _run(self, live):
+        added = dict(self.annotate(live)) if self._has_annotate() else {}
+        result = self.format(live)
+        texts, changes = result[0], result[1]
+        if len(result) > 2 and result[2]:
+            added.update(result[2])
+        return added, None, None, texts, {k: np.asarray(v) for k, v in changes.items()}
+
+
+class GlobalStage(Stage):
+    """A multi-pass stage over the whole dataset (dedup). ``run`` must keep every row,
+    marking drops in the reject columns with ``_reject_stage == name``; the runner
+    tallies its stats from those marks."""
+
+    def run(self, ds: Any, ctx: "StageContext") -> Any:
+        raise NotImplementedError
+
+
+@dataclass(kw_only=True)
+class StageContext:
+    """What a global stage gets besides the dataset: where it may write durable
+    artifacts between its passes, the job's sources and their priority."""
+
+    work_dir: str
+    sources: tuple[str, ...]
+    stage_index: int
+    report: dict[str, Any] = dataclasses.field(default_factory=dict)

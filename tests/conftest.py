@@ -1,0 +1,81 @@
+"""Session fixtures: the shared data directory and one local Ray for the whole session."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def _shared_dir() -> Path:
+    return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared")).resolve()
+
+
+@pytest.fixture(scope="session")
+def repo_dir() -> Path:
+    return REPO
+
+
+@pytest.fixture(scope="session")
+def shared_dir() -> Path:
+    """`../shared` (or $DATAPIPE_SHARED). Missing shared data is a failure, not a skip."""
+    d = _shared_dir()
+    if not (d / "corpora").is_dir():
+        pytest.fail(
+            f"shared test data not found at {d}: check out the shared/ folder beside the repo "
+            "or set DATAPIPE_SHARED to its path",
+            pytrace=False,
+        )
+    return d
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def ray_cluster(tmp_path_factory):
+    """One local Ray head (`ray start --head`, 2 CPUs) for the whole test session.
+
+    In-process tests connect with `ray_session`; CLI and `ray job submit` tests use the
+    returned address (GCS) and `dashboard` URL. Stopped at session end.
+    """
+    ray_bin = Path(sys.executable).with_name("ray")
+    temp = Path("/tmp") / f"dpray{os.getpid()}"  # short: Ray's socket paths have a length limit
+    port, dash = _free_port(), _free_port()
+    env = dict(os.environ)
+    env["PATH"] = f"{ray_bin.parent}{os.pathsep}{env.get('PATH', '')}"
+    env.pop("RAY_ADDRESS", None)
+    cmd = [
+        str(ray_bin), "start", "--head", "--num-cpus=2", f"--port={port}",
+        "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}", "--include-dashboard=true",
+        f"--temp-dir={temp}", "--disable-usage-stats",
+    ]
+    subprocess.run(cmd, check=True, env=env, capture_output=True, timeout=300)
+    info = {"address": f"127.0.0.1:{port}", "dashboard": f"http://127.0.0.1:{dash}", "env": env}
+    try:
+        yield info
+    finally:
+        subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        shutil.rmtree(temp, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def ray_session(ray_cluster):
+    """This process connected to the session's local Ray."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(address=ray_cluster["address"], log_to_driver=False)
+    ctx = ray.data.DataContext.get_current()
+    ctx.enable_progress_bars = False
+    yield ray
