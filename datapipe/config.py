@@ -1,0 +1,145 @@
+"""Turning YAML mappings into the keyword-only config dataclasses.
+
+YAML is only a thin loader: every value is checked against the dataclass field's type,
+and a wrong key or type raises a :class:`SpecError` naming the key, where it came from,
+and what would be accepted. Lists become tuples where the field wants a tuple.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import types
+import typing
+from typing import Any, Literal, Mapping, Union
+
+from datapipe.errors import SpecError
+
+
+def _type_name(tp: Any) -> str:
+    if tp is type(None):
+        return "null"
+    origin = typing.get_origin(tp)
+    if origin is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(tp))
+    if origin in (Union, types.UnionType):
+        return " or ".join(_type_name(a) for a in typing.get_args(tp))
+    if origin is not None:
+        args = ", ".join(_type_name(a) for a in typing.get_args(tp) if a is not Ellipsis)
+        return f"{getattr(origin, '__name__', str(origin))}[{args}]"
+    return getattr(tp, "__name__", str(tp))
+
+
+class _Mismatch(Exception):
+    pass
+
+
+def coerce(value: Any, tp: Any) -> Any:
+    """Return ``value`` converted to ``tp`` where YAML can't say it (list -> tuple,
+    int -> float), or raise _Mismatch."""
+    if tp is Any:
+        return value
+    origin = typing.get_origin(tp)
+    args = typing.get_args(tp)
+    if origin is Literal:
+        if value in args:
+            return value
+        raise _Mismatch
+    if origin in (Union, types.UnionType):
+        for a in args:
+            try:
+                return coerce(value, a)
+            except _Mismatch:
+                continue
+        raise _Mismatch
+    if tp is type(None):
+        if value is None:
+            return None
+        raise _Mismatch
+    if tp is bool:
+        if isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if tp is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise _Mismatch
+    if tp is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        raise _Mismatch
+    if tp is str:
+        if isinstance(value, str):
+            return value
+        raise _Mismatch
+    if origin in (tuple, list, typing.Sequence, set, frozenset) or tp in (tuple, list):
+        if not isinstance(value, (list, tuple)):
+            raise _Mismatch
+        if origin is tuple and args and args[-1] is not Ellipsis:
+            if len(args) != len(value):
+                raise _Mismatch
+            return tuple(coerce(v, a) for v, a in zip(value, args))
+        item = args[0] if args else Any
+        items = [coerce(v, item) for v in value]
+        return list(items) if origin is list else tuple(items)
+    if origin in (dict, Mapping, typing.Mapping) or tp is dict:
+        if not isinstance(value, dict):
+            raise _Mismatch
+        if args:
+            return {coerce(k, args[0]): coerce(v, args[1]) for k, v in value.items()}
+        return dict(value)
+    if dataclasses.is_dataclass(tp) and isinstance(value, dict):
+        return build(tp, value, where="")
+    if isinstance(tp, type) and isinstance(value, tp):
+        return value
+    raise _Mismatch
+
+
+def build(cls: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
+    """Instantiate dataclass ``cls`` from a YAML mapping, checking keys and types.
+
+    ``where`` names the place in the spec for messages (``"jobs/x.yaml: stages[2] (c4)"``).
+    Errors raised by the dataclass's own ``__post_init__`` validation are re-raised with
+    that place prefixed.
+    """
+    values = dict(values or {})
+    if not isinstance(values, dict):
+        raise SpecError(f"{where}: expected a mapping of options, got {type(values).__name__}")
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    hints = typing.get_type_hints(cls)
+    for key in values:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            valid = ", ".join(sorted(fields)) or "(none)"
+            raise SpecError(f"{where}: unknown key {key!r}{hint} (valid keys: {valid})")
+    kwargs = {}
+    for key, value in values.items():
+        tp = hints.get(key, Any)
+        try:
+            kwargs[key] = coerce(value, tp)
+        except _Mismatch:
+            raise SpecError(
+                f"{where}: key {key!r} must be {_type_name(tp)}, got {value!r} ({type(value).__name__})"
+            ) from None
+    missing = [n for n, f in fields.items() if n not in kwargs
+               and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    if missing:
+        raise SpecError(f"{where}: missing required key(s) {', '.join(map(repr, missing))}")
+    try:
+        return cls(**kwargs)
+    except SpecError as e:
+        raise SpecError(f"{where}: {e}") from None
+    except (TypeError, ValueError) as e:
+        raise SpecError(f"{where}: {e}") from None
+
+
+def to_plain(obj: Any) -> Any:
+    """A JSON-ready view of a config dataclass (for hashing and reports)."""
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {f.name: to_plain(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, (list, tuple)):
+        return [to_plain(v) for v in obj]
+    if isinstance(obj, dict):
+        return {str(k): to_plain(v) for k, v in sorted(obj.items(), key=lambda kv: str(kv[0]))}
+    return obj

@@ -1,0 +1,322 @@
+"""The reader contract: plan a source's files into splits, read a split as Arrow batches.
+
+A reader never holds a whole input file in memory. ``plan`` cuts large inputs into
+several :class:`ReadSplit` (byte ranges, or row groups for Parquet) and groups many
+small files into one split, so that a Ray ``ReadTask`` per split gives balanced work.
+``read`` streams one split as base-schema tables (:func:`datapipe.schema.make_batch`)
+of at most ``batch_rows`` rows.
+
+Ids are ``schema.make_id(source, key)`` where ``key`` is the record's native id when
+the format has one, else a locator (``rel:line``, ``rel@offset``, ``rel#row``, ``rel``)
+that does not depend on how the file was split.
+
+Bad input is data:
+
+* a record that cannot be used (invalid JSON or UTF-8, no text, empty, over
+  ``max_doc_bytes``) is always a reject row with reason ``read:<what>``;
+* a file that cannot be read to its end (truncated gzip, corrupt zstd, garbled WARC,
+  empty file, unreadable Parquet) follows ``on_error``: ``"skip"`` emits the documents
+  read before the failure and then one reject row for the file (origin = the file's
+  relative path, detail = what went wrong); ``"fail"`` raises
+  :class:`~datapipe.errors.CorruptInputError` naming the file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import os
+import zlib
+from dataclasses import dataclass
+from typing import Any, ClassVar, Iterator, Mapping, NamedTuple, Sequence
+
+import pyarrow as pa
+import zstandard
+
+from datapipe import schema as S
+from datapipe.errors import CorruptInputError, SpecError
+from datapipe.readers._streams import FileCorrupt, classify
+
+log = logging.getLogger(__name__)
+
+ON_ERROR = ("skip", "fail")
+
+# Flush a batch early once its text + raw payload passes this many bytes, so that a
+# batch of large pages stays a reasonable size whatever batch_rows says.
+_BATCH_BYTES = 64 << 20
+
+# Exceptions that end the reading of one file (file-level corruption). Anything else
+# is a bug and propagates.
+_FILE_ERRORS: tuple[type[BaseException], ...] = (
+    FileCorrupt,
+    OSError,
+    EOFError,
+    zlib.error,
+    zstandard.ZstdError,
+    pa.ArrowException,
+)
+
+
+@dataclass(frozen=True)
+class InputFile:
+    """One input file. ``rel`` is its path relative to the source root: ids and origins
+    use it, so moving the corpus does not change document ids."""
+
+    path: str
+    rel: str
+    size: int
+
+
+@dataclass(frozen=True)
+class ReadSplit:
+    """A unit of reading work (one Ray ReadTask).
+
+    Either one file with a range (``start``/``end``: byte offsets for JSONL and WARC,
+    row-group indices for Parquet; ``end`` exclusive, ``None`` = to the end), or one or
+    more whole files (``start == 0``, ``end is None``).
+    """
+
+    files: tuple[InputFile, ...]
+    start: int = 0
+    end: int | None = None
+
+    @property
+    def num_bytes(self) -> int:
+        """Approximate input bytes (for scheduling and progress)."""
+        if len(self.files) == 1 and (self.start or self.end is not None):
+            f = self.files[0]
+            if self.end is not None and self.end <= f.size and self.start <= f.size:
+                return max(0, min(self.end, f.size) - self.start)
+            return f.size
+        return sum(f.size for f in self.files)
+
+
+class Rec(NamedTuple):
+    """One output row from a format's record generator."""
+
+    key: str  # native id or locator; hashed into the id
+    origin: str
+    text: str | None = None
+    raw: bytes | None = None
+    url: str | None = None
+    reason: str | None = None  # rule name without "read:"; None = a document
+    detail: str | None = None
+
+
+def reject(key: str, origin: str, reason: str, detail: str) -> Rec:
+    return Rec(key, origin, reason=reason, detail=detail)
+
+
+def safe_str(s: str) -> str:
+    """``s`` made encodable as UTF-8 (lone surrogates from odd file names or JSON
+    escapes become U+FFFD), for columns Arrow must store."""
+    try:
+        s.encode("utf-8")
+        return s
+    except UnicodeEncodeError:
+        return s.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+
+
+class _Rows:
+    """Accumulates :class:`Rec` rows into base-schema tables of <= batch_rows rows."""
+
+    def __init__(self, source: str, batch_rows: int) -> None:
+        self.source = source
+        self.batch_rows = batch_rows
+        self._recs: list[Rec] = []
+        self._bytes = 0
+
+    def add(self, rec: Rec) -> pa.Table | None:
+        self._recs.append(rec)
+        if rec.text is not None:
+            self._bytes += len(rec.text)
+        if rec.raw is not None:
+            self._bytes += len(rec.raw)
+        if len(self._recs) >= self.batch_rows or self._bytes >= _BATCH_BYTES:
+            return self.flush()
+        return None
+
+    def flush(self) -> pa.Table | None:
+        if not self._recs:
+            return None
+        recs, self._recs, self._bytes = self._recs, [], 0
+        try:
+            return self._table(recs)
+        except (pa.ArrowException, UnicodeError):
+            # A string Arrow cannot store (lone surrogates from a JSON escape): make
+            # every string safe and reject documents whose text was not valid Unicode.
+            return self._table([_sanitized(r) for r in recs])
+
+    def _table(self, recs: list[Rec]) -> pa.Table:
+        src = self.source
+        return S.make_batch(
+            source=src,
+            ids=[S.make_id(src, r.key) for r in recs],
+            texts=[r.text for r in recs],
+            urls=[r.url for r in recs],
+            raws=[r.raw for r in recs],
+            origins=[r.origin for r in recs],
+            reject_reasons=[None if r.reason is None else f"read:{r.reason}" for r in recs],
+            reject_details=[r.detail for r in recs],
+        )
+
+
+def _sanitized(r: Rec) -> Rec:
+    url = None if r.url is None else safe_str(r.url)
+    origin = safe_str(r.origin)
+    detail = None if r.detail is None else safe_str(r.detail)
+    if r.text is not None and safe_str(r.text) is not r.text:
+        return Rec(r.key, origin, url=url, reason="invalid_utf8",
+                   detail="text holds a lone surrogate (invalid Unicode escape)")
+    return r._replace(url=url, origin=origin, detail=detail)
+
+
+def _coerce_options(cls: type, options: Any, fmt: str) -> Any:
+    if options is None:
+        return cls()
+    if isinstance(options, cls):
+        return options
+    if isinstance(options, Mapping):
+        valid = sorted(f.name for f in dataclasses.fields(cls))
+        unknown = sorted(set(options) - set(valid))
+        if unknown:
+            raise SpecError(
+                f"unknown option(s) {unknown} for format {fmt!r}; valid options: {valid}"
+            )
+        return cls(**options)
+    raise SpecError(f"options for format {fmt!r} must be a mapping, got {type(options).__name__}")
+
+
+class Reader:
+    """Base of every reader. Subclasses set ``format``, ``Options`` and ``markup``, and
+    implement :meth:`_records` (and :meth:`_ranges` when a file can be split)."""
+
+    format: ClassVar[str] = ""
+    Options: ClassVar[type]
+    markup: ClassVar[bool] = False  # True: documents carry ``raw`` bytes, text is null
+
+    def __init__(
+        self,
+        *,
+        source: str,
+        options: Any = None,
+        on_error: str = "skip",
+        batch_rows: int = 1000,
+        max_doc_bytes: int = 16 << 20,
+    ) -> None:
+        if not isinstance(source, str) or not source:
+            raise SpecError(f"reader source must be a non-empty string, got {source!r}")
+        if on_error not in ON_ERROR:
+            raise SpecError(f"on_error must be one of {list(ON_ERROR)}, got {on_error!r}")
+        if not isinstance(batch_rows, int) or batch_rows <= 0:
+            raise SpecError(f"batch_rows must be a positive integer, got {batch_rows!r}")
+        if not isinstance(max_doc_bytes, int) or max_doc_bytes <= 0:
+            raise SpecError(f"max_doc_bytes must be a positive integer, got {max_doc_bytes!r}")
+        self.source = source
+        self.options = _coerce_options(self.Options, options, self.format)
+        self.on_error = on_error
+        self.batch_rows = batch_rows
+        self.max_doc_bytes = max_doc_bytes
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(source={self.source!r}, options={self.options!r})"
+
+    # ------------------------------------------------------------------ contract
+
+    def provides(self) -> frozenset[str]:
+        """Columns the documents of this reader carry from the start."""
+        return S.MARKUP_SOURCE_COLUMNS if self.markup else S.TEXT_SOURCE_COLUMNS
+
+    def plan(self, files: Sequence[InputFile], *, split_bytes: int = 64 << 20) -> list[ReadSplit]:
+        """Cut ``files`` into splits of about ``split_bytes`` input bytes.
+
+        A file larger than ``split_bytes`` that the format can split becomes several
+        range splits; the other files are grouped, in order, into splits of whole files
+        up to ``split_bytes``. Reading all splits yields the same documents (same ids,
+        same texts) whatever ``split_bytes`` is.
+        """
+        if not isinstance(split_bytes, int) or split_bytes <= 0:
+            raise SpecError(f"split_bytes must be a positive integer, got {split_bytes!r}")
+        splits: list[ReadSplit] = []
+        group: list[InputFile] = []
+        group_bytes = 0
+
+        def close_group() -> None:
+            nonlocal group, group_bytes
+            if group:
+                splits.append(ReadSplit(tuple(group)))
+            group, group_bytes = [], 0
+
+        for f in files:
+            ranges = self._ranges(f, split_bytes) if f.size > split_bytes else None
+            if ranges is None:
+                if group and group_bytes + f.size > split_bytes:
+                    close_group()
+                group.append(f)
+                group_bytes += f.size
+            else:
+                close_group()
+                splits.extend(ReadSplit((f,), s, e) for s, e in ranges)
+        close_group()
+        return splits
+
+    def read(self, split: ReadSplit) -> Iterator[pa.Table]:
+        """Stream the split's documents and rejects as base-schema tables."""
+        rows = _Rows(self.source, self.batch_rows)
+        ranged = len(split.files) == 1
+        for f in split.files:
+            start, end = (split.start, split.end) if ranged else (0, None)
+            try:
+                if start == 0 and os.stat(f.path).st_size == 0:
+                    raise FileCorrupt("empty_file", "the file has 0 bytes")
+                for rec in self._records(f, start, end):
+                    if isinstance(rec, pa.Table):  # a vectorised reader's ready batch
+                        table = rows.flush()
+                        if table is not None:
+                            yield table
+                        yield rec
+                        continue
+                    table = rows.add(rec)
+                    if table is not None:
+                        yield table
+            except _FILE_ERRORS as exc:
+                reason, detail = classify(exc, self._compression(f))
+                if self.on_error == "fail":
+                    raise CorruptInputError(f.path, f"read:{reason}", detail) from exc
+                log.warning("source %s: skipping the rest of %s: read:%s (%s)",
+                            self.source, f.path, reason, detail)
+                key = f"{f.rel}!{reason}" + (f"@{start}" if start else "")
+                table = rows.add(reject(key, f.rel, reason, detail))
+                if table is not None:
+                    yield table
+        table = rows.flush()
+        if table is not None:
+            yield table
+
+    # ------------------------------------------------------------------ for subclasses
+
+    def _ranges(self, f: InputFile, split_bytes: int) -> list[tuple[int, int | None]] | None:
+        """Ranges to split a file larger than ``split_bytes`` into, or ``None`` (whole)."""
+        return None
+
+    def _compression(self, f: InputFile) -> str | None:
+        """The file's compression, for naming a failure (``truncated_gzip``)."""
+        return None
+
+    def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec | pa.Table]:
+        """Rows for the records of ``f`` that start in ``[start, end)``; a vectorised
+        reader may yield ready base-schema tables (<= ``batch_rows`` rows) instead.
+
+        Raise (or let through) a file-level error to end the file; yield a reject
+        ``Rec`` for a bad record.
+        """
+        raise NotImplementedError
+
+    def _too_large(self, n: int) -> str:
+        return f"{n} bytes > max_doc_bytes {self.max_doc_bytes}"
+
+
+def byte_ranges(size: int, split_bytes: int) -> list[tuple[int, int | None]]:
+    """``[0, s), [s, 2s), ..., [ks, None)``: byte ranges of about ``split_bytes``."""
+    n = max(1, -(-size // split_bytes))
+    return [(i * split_bytes, (i + 1) * split_bytes if i < n - 1 else None) for i in range(n)]

@@ -1,0 +1,107 @@
+"""One-document-per-file readers: plain text (and code) files, and HTML pages.
+
+Many small files are grouped into one split up to ``split_bytes`` (by on-disk size);
+a file is never split. The document is the whole (decompressed) file, read up to
+``max_doc_bytes`` + 1 bytes: a bigger file is a ``read:too_large`` reject and is not
+read further. ``.gz`` and ``.zst`` files are decompressed (by extension, else by
+magic bytes). The locator, and the key of the id, is the file's relative path.
+"""
+
+from __future__ import annotations
+
+import codecs
+from dataclasses import dataclass
+from typing import Iterator
+
+from datapipe.errors import SpecError
+from datapipe.readers._streams import FileCorrupt, compression_of, open_binary, read_upto
+from datapipe.readers.base import InputFile, Rec, Reader, reject
+
+
+@dataclass(kw_only=True, frozen=True)
+class TextOptions:
+    """``encoding``: how file bytes become text (``utf-8`` by default). Bytes that are
+    not valid in that encoding make the file a ``read:invalid_utf8`` (or
+    ``read:invalid_encoding``) reject rather than text with replacement characters."""
+
+    encoding: str = "utf-8"
+
+    def __post_init__(self) -> None:
+        try:
+            codecs.lookup(self.encoding)
+        except (LookupError, TypeError):
+            raise SpecError(f"option encoding: unknown text encoding {self.encoding!r}; "
+                            "use a Python codec name such as 'utf-8' or 'latin-1'") from None
+
+
+@dataclass(kw_only=True, frozen=True)
+class HtmlOptions:
+    """No options: the page bytes go to ``raw`` as they are; the ``extract`` stage
+    detects the encoding and extracts the text."""
+
+
+class _WholeFileReader(Reader):
+    def _compression(self, f: InputFile) -> str | None:
+        return compression_of(f.path)
+
+    def _payload(self, f: InputFile) -> bytes | Rec:
+        comp = compression_of(f.path)
+        with open_binary(f.path, comp) as fh:
+            data = read_upto(fh, self.max_doc_bytes + 1)
+            if len(data) > self.max_doc_bytes:
+                n = len(data)
+                while True:  # measure the rest without keeping it
+                    chunk = fh.read(1 << 20)
+                    if not chunk:
+                        break
+                    n += len(chunk)
+                return reject(f.rel, f.rel, "too_large", self._too_large(n))
+        if not data and comp is not None:
+            raise FileCorrupt("empty_file", f"decompresses to 0 bytes ({comp})")
+        return data
+
+
+class TextReader(_WholeFileReader):
+    """``.txt``, ``.txt.gz`` and any other extension (source code, ``.md``...)."""
+
+    format = "text"
+    Options = TextOptions
+
+    def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
+        data = self._payload(f)
+        if isinstance(data, Rec):
+            yield data
+            return
+        enc = self.options.encoding
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError as exc:
+            reason = "invalid_utf8" if codecs.lookup(enc).name == "utf-8" else "invalid_encoding"
+            yield reject(f.rel, f.rel, reason,
+                         f"{enc}: {exc.reason} at byte {exc.start}: "
+                         f"{data[max(0, exc.start - 20):exc.start + 20]!r}")
+            return
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        if not text.strip():
+            yield reject(f.rel, f.rel, "empty", "the file holds only whitespace")
+            return
+        yield Rec(f.rel, f.rel, text=text)
+
+
+class HtmlReader(_WholeFileReader):
+    """``.html``, ``.htm``, ``.html.gz``: ``raw`` = the page bytes, ``text`` null."""
+
+    format = "html"
+    Options = HtmlOptions
+    markup = True
+
+    def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
+        data = self._payload(f)
+        if isinstance(data, Rec):
+            yield data
+            return
+        if not data.strip():
+            yield reject(f.rel, f.rel, "empty", "the page holds only whitespace")
+            return
+        yield Rec(f.rel, f.rel, raw=data)

@@ -1,0 +1,155 @@
+"""The run report: ``report.json``, a readable ``report.md`` (also printed at the end of
+a run) and ``drops.png``, a picture of where documents were dropped."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from datapipe.spec import JobSpec, is_global
+from datapipe.stage import BatchStats
+
+
+def _fmt_bytes(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if abs(n) < 1000 or unit == "TB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1000
+    return f"{n:.1f} TB"
+
+
+def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict[str, Any]]],
+                 files: list[dict[str, Any]], *, problems: list[str], wall_seconds: float, started: float,
+                 global_seconds: dict[str, float], stage_reports: dict[str, Any], job_hash: str) -> dict[str, Any]:
+    sources = [s.name for s in job.sources]
+    kinds = {"read": "read"}
+    for st in job.stages:
+        kinds[st.name] = "global" if is_global(st) else st.cls.__mro__[1].__name__.replace("Stage", "").lower()
+    stages = []
+    for name in chain:
+        per_source = {}
+        total = BatchStats()
+        for src in sources:
+            st = BatchStats.from_dict(stats.get(name, {}).get(src, BatchStats().to_dict()))
+            per_source[src] = st.to_dict()
+            total.merge(st)
+        seconds = global_seconds.get(name, total.seconds)
+        entry = {
+            "stage": name,
+            "kind": kinds.get(name, "?"),
+            "docs_in": total.docs_in,
+            "docs_out": total.docs_out,
+            "dropped": dict(sorted(total.dropped.items(), key=lambda kv: -kv[1])),
+            "bytes_in": total.bytes_in,
+            "bytes_out": total.bytes_out,
+            "docs_changed": total.docs_changed,
+            "changes": total.changes,
+            "busy_seconds": round(seconds, 4),
+            "docs_per_second": round(total.docs_in / seconds, 1) if seconds > 0 else None,
+            "per_source": per_source,
+        }
+        stages.append(entry)
+    kept = {s: 0 for s in sources}
+    rejected = {s: 0 for s in sources}
+    kept_bytes = {s: 0 for s in sources}
+    for f in files:
+        if f["kind"] == "documents":
+            kept[f["source"]] += f["rows"]
+            kept_bytes[f["source"]] += f["text_bytes"]
+        else:
+            rejected[f["source"]] += f["rows"]
+    totals = {
+        "documents": sum(kept.values()),
+        "rejects": sum(rejected.values()),
+        "per_source": {s: {"documents": kept[s], "rejects": rejected[s], "text_bytes": kept_bytes[s]} for s in sources},
+    }
+    report = {
+        "job": job.name,
+        "spec": job.path,
+        "output": job.output,
+        "job_hash": job_hash,
+        "spec_hash": job.spec_hash(),
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
+        "wall_seconds": round(wall_seconds, 2),
+        "accounting_ok": not problems,
+        "problems": problems,
+        "stages": stages,
+        "totals": totals,
+        "files": files,
+        "stage_reports": stage_reports,
+    }
+    report["summary_text"] = summary_markdown(report)
+    return report
+
+
+def summary_markdown(report: dict[str, Any]) -> str:
+    lines = [f"# datapipe run: {report['job']}", ""]
+    status = "OK" if report["accounting_ok"] else "FAILED"
+    lines.append(f"wall time {report['wall_seconds']:.1f} s; accounting (in == out + dropped, per stage and source): {status}")
+    lines.append("")
+    lines.append("| stage | kind | docs in | docs out | dropped | bytes in | bytes out | busy s | docs/s | top drop reasons |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for st in report["stages"]:
+        dropped = sum(st["dropped"].values())
+        top = ", ".join(f"{r} ({n})" for r, n in list(st["dropped"].items())[:3]) or "-"
+        dps = f"{st['docs_per_second']:.0f}" if st["docs_per_second"] else "-"
+        lines.append(f"| {st['stage']} | {st['kind']} | {st['docs_in']} | {st['docs_out']} | {dropped} | "
+                     f"{_fmt_bytes(st['bytes_in'])} | {_fmt_bytes(st['bytes_out'])} | {st['busy_seconds']:.2f} | {dps} | {top} |")
+    lines.append("")
+    lines.append("| source | documents | rejects | kept text |")
+    lines.append("|---|---:|---:|---:|")
+    for src, t in report["totals"]["per_source"].items():
+        lines.append(f"| {src} | {t['documents']} | {t['rejects']} | {_fmt_bytes(t['text_bytes'])} |")
+    lines.append(f"| **total** | {report['totals']['documents']} | {report['totals']['rejects']} | |")
+    changed = [st for st in report["stages"] if st["changes"] or st["docs_changed"]]
+    if changed:
+        lines.append("")
+        lines.append("Rewrites: " + "; ".join(
+            f"{st['stage']}: {st['docs_changed']} docs changed"
+            + "".join(f", {k} {v}" for k, v in sorted(st["changes"].items())) for st in changed))
+    if report["problems"]:
+        lines.append("")
+        lines.append("Accounting problems:")
+        lines.extend(f"- {p}" for p in report["problems"])
+    lines.append("")
+    lines.append("Drop reasons by stage and source: report.json; picture: drops.png")
+    return "\n".join(lines)
+
+
+def plot_drops(report: dict[str, Any], path: Path) -> None:
+    """Horizontal bars: documents dropped at each stage, split by source."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    stages = [st for st in report["stages"]]
+    names = [st["stage"] for st in stages]
+    sources = list(report["totals"]["per_source"])
+    fig, ax = plt.subplots(figsize=(9, 0.5 * len(names) + 1.8))
+    left = [0] * len(names)
+    cmap = plt.get_cmap("tab10")
+    for k, src in enumerate(sources):
+        vals = [sum(st["per_source"][src]["dropped"].values()) for st in stages]
+        ax.barh(names, vals, left=left, color=cmap(k % 10), label=src)
+        left = [a + b for a, b in zip(left, vals)]
+    for y, total in enumerate(left):
+        if total:
+            ax.text(total, y, f" {total}", va="center", fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("documents dropped")
+    kept = report["totals"]["documents"]
+    ax.set_title(f"{report['job']}: where documents were dropped ({kept} kept, {report['totals']['rejects']} dropped)")
+    ax.legend(fontsize=8, loc="lower right")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(report: dict[str, Any], folder: Path) -> None:
+    folder = Path(folder)
+    (folder / "report.json").write_text(json.dumps(report, indent=2, sort_keys=False, default=str) + "\n")
+    (folder / "report.md").write_text(report["summary_text"] + "\n")
+    plot_drops(report, folder / "drops.png")

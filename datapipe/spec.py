@@ -1,0 +1,366 @@
+"""The job spec: a YAML file that names sources, the stage chain and the output.
+
+```yaml
+name: sample
+output: ../runs/sample          # relative to this file
+on_error: skip                  # skip: corrupt files become counted rejects; fail: stop
+sources:
+  - name: news
+    format: jsonl               # jsonl | parquet | text | html | warc
+    paths: ["sample_data/news/*.jsonl*"]
+    options: {text_key: text, url_key: url}
+stages:
+  - normalize: {}
+  - length: {min_chars: 50}
+```
+
+Everything loads into the dataclasses below; unknown keys, wrong types, unknown stages,
+missing files and impossible column chains raise :class:`SpecError` naming the key and
+the file, before any data moves.
+
+Placeholders in any string value: ``{spec_dir}`` (this file's folder), ``{stdlib}`` (the
+running interpreter's standard library, real code on every machine), ``{shared}``
+(``$DATAPIPE_SHARED``, default ``<spec_dir>/../../shared``). Source paths and ``output``
+are relative to the spec file; other relative paths are relative to the working
+directory of the process that runs the job.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import hashlib
+import json
+import os
+import sysconfig
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+
+from datapipe import schema as S
+from datapipe.config import build, to_plain
+from datapipe.errors import SpecError
+from datapipe.stage import GlobalStage, Stage, StageConfig
+
+TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options"}
+SOURCE_KEYS = {"name", "format", "paths", "options"}
+
+
+@dataclass(kw_only=True, frozen=True)
+class ExecutionSpec:
+    """How the job uses Ray. ``num_cpus`` only applies to the embedded local Ray."""
+
+    num_cpus: int | None = None
+    split_bytes: int = 64 << 20
+    batch_rows: int = 256
+    actors_per_stage: int | None = None
+    max_doc_bytes: int = 16 << 20
+
+    def __post_init__(self) -> None:
+        if self.split_bytes < 1024:
+            raise SpecError(f"execution.split_bytes must be >= 1024, got {self.split_bytes}")
+        if self.batch_rows < 1:
+            raise SpecError(f"execution.batch_rows must be >= 1, got {self.batch_rows}")
+        if self.num_cpus is not None and self.num_cpus < 1:
+            raise SpecError(f"execution.num_cpus must be >= 1, got {self.num_cpus}")
+
+
+@dataclass(kw_only=True, frozen=True)
+class OutputSpec:
+    """``partitions``: Parquet files per source for documents and for rejects. Documents
+    go to a file by a hash of their id, so the split never depends on scheduling."""
+
+    partitions: int = 2
+    compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.partitions <= 4096:
+            raise SpecError(f"output_options.partitions must be in 1..4096, got {self.partitions}")
+
+
+@dataclass(kw_only=True, frozen=True)
+class SourceSpec:
+    name: str
+    format: str
+    files: tuple[Any, ...]          # datapipe.readers.InputFile
+    patterns: tuple[str, ...]
+    options: Any                    # the reader's Options dataclass
+    root: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class StageSpec:
+    name: str
+    cls: type[Stage]
+    config: StageConfig
+    index: int
+
+
+@dataclass(kw_only=True, frozen=True)
+class JobSpec:
+    name: str
+    path: str
+    output: str
+    on_error: Literal["skip", "fail"]
+    sources: tuple[SourceSpec, ...]
+    stages: tuple[StageSpec, ...]
+    execution: ExecutionSpec = field(default_factory=ExecutionSpec)
+    output_options: OutputSpec = field(default_factory=OutputSpec)
+
+    def canonical(self) -> dict[str, Any]:
+        """A JSON view that identifies the job's logic and inputs, independent of where
+        the repo is checked out (paths relative to each source root) and of mtimes."""
+        return {
+            "name": self.name,
+            "on_error": self.on_error,
+            "sources": [
+                {
+                    "name": s.name,
+                    "format": s.format,
+                    "options": to_plain(s.options),
+                    "inputs": [[f.rel, f.size] for f in s.files],
+                }
+                for s in self.sources
+            ],
+            "stages": [{"stage": st.name, "config": _portable(to_plain(st.config))} for st in self.stages],
+            "output_options": to_plain(self.output_options),
+        }
+
+    def spec_hash(self) -> str:
+        """Hash of :meth:`canonical`: same logic and same input sizes give the same hash."""
+        blob = json.dumps(self.canonical(), sort_keys=True).encode()
+        return hashlib.blake2b(blob, digest_size=16).hexdigest()
+
+    def job_hash(self) -> str:
+        """:meth:`spec_hash` plus input mtimes: decides whether a finished run can be reused."""
+        h = hashlib.blake2b(self.spec_hash().encode(), digest_size=16)
+        for s in self.sources:
+            for f in s.files:
+                try:
+                    h.update(f"{f.path}\0{os.stat(f.path).st_mtime_ns}\0".encode())
+                except OSError:
+                    h.update(f"{f.path}\0missing\0".encode())
+        return h.hexdigest()
+
+
+def _portable(value: Any) -> Any:
+    """Strip machine-specific absolute prefixes from path-like config values for hashing."""
+    if isinstance(value, str) and os.path.isabs(value) and os.path.exists(value):
+        return os.path.basename(value) + f"#{os.path.getsize(value)}"
+    if isinstance(value, list):
+        return [_portable(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _portable(v) for k, v in value.items()}
+    return value
+
+
+def _expand(value: Any, subs: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        for k, v in subs.items():
+            value = value.replace("{" + k + "}", v)
+        return value
+    if isinstance(value, list):
+        return [_expand(v, subs) for v in value]
+    if isinstance(value, dict):
+        return {k: _expand(v, subs) for k, v in value.items()}
+    return value
+
+
+def _glob_root(pattern: str) -> str:
+    """The folder a pattern is anchored at (ids and origins are relative to it): the
+    part before the first wildcard, the folder itself, or a file's parent."""
+    if glob.has_magic(pattern):
+        fixed = []
+        for part in Path(pattern).parts:
+            if glob.has_magic(part):
+                break
+            fixed.append(part)
+        return str(Path(*fixed)) if fixed else "."
+    return pattern if os.path.isdir(pattern) else os.path.dirname(pattern)
+
+
+def _resolve_files(patterns: list[str], *, base: Path, where: str) -> tuple[list[Any], str]:
+    from datapipe.readers import InputFile
+
+    seen: dict[str, Any] = {}
+    roots = []
+    for pat in patterns:
+        if not isinstance(pat, str) or not pat:
+            raise SpecError(f"{where}: each entry of 'paths' must be a non-empty string, got {pat!r}")
+        full = pat if os.path.isabs(pat) else str(base / pat)
+        if glob.has_magic(full):
+            matches = sorted(glob.glob(full, recursive=True))
+            matches = [m for m in matches if os.path.isfile(m)]
+            if not matches:
+                raise SpecError(f"{where}: path pattern {pat!r} matches no files (looked for {full})")
+        elif os.path.isdir(full):
+            matches = sorted(str(p) for p in Path(full).rglob("*") if p.is_file())
+            if not matches:
+                raise SpecError(f"{where}: folder {full} is empty")
+        elif os.path.isfile(full):
+            matches = [full]
+        else:
+            raise SpecError(f"{where}: input file not found: {full}")
+        roots.append(_glob_root(full))
+        for m in matches:
+            seen.setdefault(os.path.abspath(m), None)
+    root = os.path.commonpath([os.path.abspath(r) for r in roots]) if roots else str(base)
+    if os.path.isfile(root):
+        root = os.path.dirname(root)
+    files = []
+    for p in sorted(seen):
+        files.append(InputFile(path=p, rel=os.path.relpath(p, root), size=os.path.getsize(p)))
+    return files, root
+
+
+def default_shared(spec_dir: Path) -> str:
+    return os.environ.get("DATAPIPE_SHARED", str((spec_dir / ".." / ".." / "shared").resolve()))
+
+
+def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
+    """Load and check a job spec; ``output`` overrides the spec's output folder."""
+    from datapipe.readers import READERS
+    from stages import stage_class
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"job spec not found: {path}")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a job spec is a YAML mapping with keys {sorted(TOP_KEYS)}")
+    spec_dir = path.resolve().parent
+    subs = {
+        "spec_dir": str(spec_dir),
+        "stdlib": sysconfig.get_paths()["stdlib"],
+        "shared": default_shared(spec_dir),
+    }
+    raw = _expand(raw, subs)
+    unknown = set(raw) - TOP_KEYS
+    if unknown:
+        raise SpecError(f"{path}: unknown top-level key(s) {sorted(unknown)}; valid keys: {sorted(TOP_KEYS)}")
+    for key in ("name", "output", "sources", "stages"):
+        if key not in raw:
+            raise SpecError(f"{path}: missing required key {key!r}")
+    name = raw["name"]
+    if not isinstance(name, str) or not name:
+        raise SpecError(f"{path}: 'name' must be a non-empty string")
+    on_error = raw.get("on_error", "skip")
+    if on_error not in ("skip", "fail"):
+        raise SpecError(f"{path}: 'on_error' must be 'skip' or 'fail', got {on_error!r}")
+    execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
+    output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
+    out = output if output is not None else raw["output"]
+    if not isinstance(out, str) or not out:
+        raise SpecError(f"{path}: 'output' must be a folder path")
+    out = str((spec_dir / out).resolve()) if not os.path.isabs(out) else out
+
+    if not isinstance(raw["sources"], list) or not raw["sources"]:
+        raise SpecError(f"{path}: 'sources' must be a non-empty list")
+    sources = []
+    names = set()
+    for i, src in enumerate(raw["sources"]):
+        where = f"{path}: sources[{i}]"
+        if not isinstance(src, dict):
+            raise SpecError(f"{where}: each source is a mapping with keys {sorted(SOURCE_KEYS)}")
+        bad = set(src) - SOURCE_KEYS
+        if bad:
+            raise SpecError(f"{where}: unknown key(s) {sorted(bad)}; valid keys: {sorted(SOURCE_KEYS)}")
+        for key in ("name", "format", "paths"):
+            if key not in src:
+                raise SpecError(f"{where}: missing required key {key!r}")
+        sname = src["name"]
+        if not isinstance(sname, str) or not sname or "/" in sname or sname in names:
+            raise SpecError(f"{where}: 'name' must be a unique non-empty string without '/', got {sname!r}")
+        names.add(sname)
+        where = f"{path}: source {sname!r}"
+        fmt = src["format"]
+        if fmt not in READERS:
+            raise SpecError(f"{where}: unknown format {fmt!r}; valid formats: {', '.join(sorted(READERS))}")
+        paths = src["paths"]
+        if isinstance(paths, str):
+            paths = [paths]
+        if not isinstance(paths, list) or not paths:
+            raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
+        options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
+        files, root = _resolve_files(paths, base=spec_dir, where=where)
+        sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), patterns=tuple(paths),
+                                  options=options, root=root))
+
+    if not isinstance(raw["stages"], list):
+        raise SpecError(f"{path}: 'stages' must be a list like [{{normalize: {{}}}}, {{length: {{min_chars: 50}}}}]")
+    stages = []
+    for i, entry in enumerate(raw["stages"]):
+        if isinstance(entry, str):
+            entry = {entry: {}}
+        if not isinstance(entry, dict) or len(entry) != 1:
+            raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}', got {entry!r}")
+        (sname, cfg), = entry.items()
+        where = f"{path}: stages[{i}] ({sname})"
+        cls = stage_class(sname, where=f"{path}: stages[{i}]")
+        config = build(cls.Config, cfg, where=where)
+        stages.append(StageSpec(name=sname, cls=cls, config=config, index=i))
+    if len({s.name for s in stages}) != len(stages):
+        dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
+        raise SpecError(f"{path}: stage(s) {dup} appear more than once; each stage may run once per job")
+
+    job = JobSpec(name=name, path=str(path), output=out, on_error=on_error, sources=tuple(sources),
+                  stages=tuple(stages), execution=execution, output_options=output_options)
+    check_chain(job)
+    return job
+
+
+def reader_for_source(job: JobSpec, src: SourceSpec):
+    from datapipe.readers import READERS
+
+    return READERS[src.format](source=src.name, options=src.options, on_error=job.on_error,
+                               batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes)
+
+
+def check_chain(job: JobSpec) -> dict[str, list[frozenset[str]]]:
+    """Walk every source through the stages; a stage reading a column its source does
+    not have at that point is an error naming the stage, the column and the fix."""
+    from stages import REGISTRY
+
+    adders: dict[str, list[str]] = {}
+    for n, cls in REGISTRY.items():
+        for col in cls.adds:
+            adders.setdefault(col, []).append(n)
+    trace: dict[str, list[frozenset[str]]] = {}
+    for src in job.sources:
+        available = frozenset(reader_for_source(job, src).provides())
+        trace[src.name] = [available]
+        for st in job.stages:
+            missing = [c for c in st.cls.reads if c not in available]
+            if missing:
+                col = missing[0]
+                fix = adders.get(col)
+                how = (f"add a {' or '.join(repr(a) for a in fix)} stage before it" if fix
+                       else "no registered stage adds it")
+                raise SpecError(
+                    f"{job.path}: stages[{st.index}] ({st.name}) reads column {col!r}, which source "
+                    f"{src.name!r} (format {src.format}) does not have at that point; {how}"
+                )
+            available = available | frozenset(st.cls.adds)
+            trace[src.name].append(available)
+    return trace
+
+
+def job_schema(job: JobSpec, upto: int | None = None):
+    """The Arrow schema after stage ``upto`` (exclusive; all stages when None)."""
+    import pyarrow as pa
+
+    extra: dict[str, pa.DataType] = {}
+    for st in job.stages[: upto if upto is not None else len(job.stages)]:
+        for col, typ in st.cls.adds.items():
+            if col not in S.BASE_COLUMNS:
+                extra.setdefault(col, typ)
+    return S.schema_with([pa.field(k, v) for k, v in extra.items()])
+
+
+def is_global(st: StageSpec) -> bool:
+    return issubclass(st.cls, GlobalStage)

@@ -1,0 +1,118 @@
+"""The ``tokenize`` stage: byte-level BPE ids for every kept document.
+
+Adds ``tokens`` (``list<int32>``: the document's ids, *without* EOS; the shard writer
+appends EOS when it lays documents out) and ``num_tokens`` (``int64``, the length of
+``tokens``, EOS excluded). A null text encodes as zero tokens.
+
+The tokenizer is loaded once per actor in :meth:`Tokenize.setup` and encodes a whole
+batch with one ``encode_batch_fast`` call (no special tokens added, no offsets
+computed). Inside a Ray worker the stage turns off the tokenizer's own thread pool: Ray
+already runs one actor per CPU, and a second pool per actor would oversubscribe the node.
+
+Config (YAML)::
+
+    - tokenize: {tokenizer: "{shared}/tokenizers/gpt2", eos: "<|endoftext|>"}
+
+``fingerprint`` (optional) pins the tokenizer's content: an actor whose file hashes
+differently fails at setup instead of writing shards in another vocabulary.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+import pyarrow as pa
+
+from datapipe import schema as S
+from datapipe.errors import JobError, SpecError
+from datapipe.stage import AnnotatorStage, StageConfig
+
+log = logging.getLogger(__name__)
+
+TOKENS, NUM_TOKENS = "tokens", "num_tokens"
+TOKENS_TYPE = pa.list_(pa.int32())
+
+
+@dataclass(kw_only=True, frozen=True)
+class TokenizeConfig(StageConfig):
+    """``tokenizer``: a ``tokenizer.json`` file or a folder with one or with GPT-2
+    ``vocab.json`` + ``merges.txt``. ``eos``: the end-of-document token (default: the
+    tokenizer's own, see :func:`datapipe.tokenizer.resolve_eos`)."""
+
+    tokenizer: str
+    eos: str | None = None
+    fingerprint: str | None = None
+
+    def __post_init__(self) -> None:
+        if not self.tokenizer:
+            raise SpecError(
+                "tokenize: set tokenizer: to a tokenizer.json file or a folder with vocab.json + "
+                "merges.txt, e.g. '{shared}/tokenizers/gpt2'"
+            )
+        if not Path(self.tokenizer).exists():
+            raise SpecError(
+                f"tokenize: tokenizer {self.tokenizer!r} does not exist (relative paths are relative to "
+                "the working directory; '{shared}/tokenizers/...' names the shared tokenizers)"
+            )
+        if self.eos is not None and not self.eos:
+            raise SpecError("tokenize: eos must be a non-empty token string or left out")
+
+
+def _in_ray_worker() -> bool:
+    try:
+        import ray
+
+        return ray.is_initialized() and ray.get_runtime_context().worker.mode == ray.WORKER_MODE
+    except Exception:  # no Ray, or an API change: behave like a plain process
+        return False
+
+
+class Tokenize(AnnotatorStage):
+    """Encode ``text`` into ``tokens`` + ``num_tokens`` (EOS excluded)."""
+
+    name = "tokenize"
+    Config = TokenizeConfig
+    reads = (S.TEXT,)
+    adds: Mapping[str, pa.DataType] = {TOKENS: TOKENS_TYPE, NUM_TOKENS: pa.int64()}
+
+    def setup(self) -> None:
+        from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, vocab_size
+
+        if _in_ray_worker():
+            os.environ["TOKENIZERS_PARALLELISM"] = "false"
+        cfg: TokenizeConfig = self.config  # type: ignore[assignment]
+        tok = load_tokenizer(cfg.tokenizer)
+        if cfg.fingerprint is not None:
+            got = fingerprint(tok)
+            if got != cfg.fingerprint:
+                raise JobError(
+                    f"tokenize: tokenizer {cfg.tokenizer!r} has fingerprint {got}, the job expects "
+                    f"{cfg.fingerprint}: the file changed since the job was planned"
+                )
+        self.eos_token, self.eos_id = resolve_eos(tok, cfg.eos, path=cfg.tokenizer)
+        self.vocab_size = vocab_size(tok)
+        if self.vocab_size > 2**31 - 1:
+            raise SpecError(f"tokenize: vocabulary of {self.vocab_size} ids does not fit int32 tokens")
+        self._tok = tok
+        self._encode = getattr(tok, "encode_batch_fast", tok.encode_batch)
+
+    def annotate(self, batch: pa.Table) -> dict[str, Any]:
+        texts = [t if t is not None else "" for t in batch.column(S.TEXT).to_pylist()]
+        encs = self._encode(texts, add_special_tokens=False)
+        ids = [e.ids for e in encs]
+        n = len(ids)
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=n)
+        total = int(lengths.sum())
+        if total > 2**31 - 1:  # list<int32> offsets; Ray batches are far smaller
+            raise JobError(f"tokenize: one batch produced {total} tokens; lower execution.batch_rows")
+        flat = np.fromiter(itertools.chain.from_iterable(ids), dtype=np.int32, count=total)
+        offsets = np.zeros(n + 1, dtype=np.int32)
+        np.cumsum(lengths, out=offsets[1:])
+        tokens = pa.ListArray.from_arrays(pa.array(offsets), pa.array(flat, pa.int32()))
+        return {TOKENS: tokens, NUM_TOKENS: pa.array(lengths, pa.int64())}

@@ -1,0 +1,91 @@
+"""The CLI end to end against the session's Ray cluster: the sample job, an
+interrupted run, and the same job through `ray job submit`."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def _env(ray_cluster, **extra):
+    env = dict(ray_cluster["env"])
+    env["RAY_ADDRESS"] = ray_cluster["address"]
+    env["DATAPIPE_PROGRESS"] = "0"
+    env.update(extra)
+    return env
+
+
+def _datapipe(args, env, **kw):
+    return subprocess.run([sys.executable, "-m", "datapipe", *args], env=env, capture_output=True, text=True, **kw)
+
+
+def _data_files(out: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
+
+
+@pytest.fixture(scope="session")
+def sample_output(ray_cluster, repo_dir, tmp_path_factory):
+    """jobs/sample.yaml run once through the CLI (on the session cluster)."""
+    out = tmp_path_factory.mktemp("sample") / "out"
+    proc = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], _env(ray_cluster),
+                     cwd=repo_dir, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    return out, proc.stdout
+
+
+def test_sample_job_prints_report_and_commits(sample_output):
+    out, stdout = sample_output
+    assert "# datapipe run: sample" in stdout and "accounting" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert report["accounting_ok"]
+    assert report["totals"]["documents"] > 50 and report["totals"]["rejects"] > 0
+    assert (out / "_SUCCESS").is_file() and (out / "drops.png").is_file()
+
+
+def test_killed_run_leaves_nothing_complete_and_rerun_matches(ray_cluster, repo_dir, tmp_path, sample_output):
+    reference, _ = sample_output
+    out = tmp_path / "out"
+    staging = tmp_path / "out.staging"
+    env = _env(ray_cluster)
+    proc = subprocess.Popen([sys.executable, "-m", "datapipe", "run", str(repo_dir / "jobs" / "sample.yaml"),
+                             "--output", str(out)], env=env, cwd=repo_dir, start_new_session=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    while not (staging / "work").exists() and time.time() < deadline:
+        time.sleep(0.2)
+    assert staging.exists(), "run never started writing"
+    time.sleep(3.0)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+    assert not out.exists(), "an interrupted run must not leave a complete-looking output"
+    rerun = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], env, cwd=repo_dir,
+                      timeout=900)
+    assert rerun.returncode == 0, rerun.stderr[-5000:]
+    assert "leftovers of an interrupted run" in rerun.stdout
+    assert not staging.exists()
+    assert _data_files(out) == _data_files(reference)
+    assert (out / "manifest.json").read_text() == (reference / "manifest.json").read_text()
+
+
+def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sample_output):
+    reference, _ = sample_output
+    out = tmp_path / "submitted"
+    ray_bin = Path(sys.executable).with_name("ray")
+    env = dict(ray_cluster["env"])
+    env.pop("RAY_ADDRESS", None)
+    cmd = [str(ray_bin), "job", "submit", "--address", ray_cluster["dashboard"], "--working-dir", str(repo_dir),
+           "--", "python", "-m", "datapipe", "run", "jobs/sample.yaml", "--output", str(out)]
+    proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
+    assert "succeeded" in (proc.stdout + proc.stderr).lower()
+    assert _data_files(out) == _data_files(reference)
+    assert (out / "manifest.json").read_text() == (reference / "manifest.json").read_text()

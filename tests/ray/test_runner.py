@@ -1,0 +1,148 @@
+"""The runner end to end on a local Ray: outputs, accounting, corrupt input, re-runs."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import textwrap
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import zstandard
+
+from datapipe.errors import CorruptInputError, SpecError
+from datapipe.runner import run_job
+from datapipe.spec import load_job
+
+pytestmark = pytest.mark.ray
+
+DOCS = [
+    {"id": f"d{i}", "text": f"Document number {i} talks about rivers, mountains and the weather in spring.", "url": f"https://example.org/{i}"}
+    for i in range(40)
+] + [{"id": "short", "text": "tiny"}, {"id": "blank", "text": "   \n  "}]
+
+
+def _corpus(tmp_path: Path, shared_dir: Path) -> Path:
+    data = tmp_path / "data"
+    (data / "good").mkdir(parents=True)
+    (data / "bad").mkdir()
+    with open(data / "good" / "a.jsonl", "w") as f:
+        for d in DOCS[:20]:
+            f.write(json.dumps(d) + "\n")
+        f.write(b'{"id": "latin", "text": "caf\xe9 au lait is a drink"}\n'.decode("latin-1"))  # valid UTF-8 after decode
+    with gzip.open(data / "good" / "b.jsonl.gz", "wt") as f:
+        for d in DOCS[20:]:
+            f.write(json.dumps(d) + "\n")
+    # invalid UTF-8 line and a broken JSON line among good ones
+    with open(data / "bad" / "c.jsonl", "wb") as f:
+        f.write(b'{"id": "ok1", "text": "a perfectly fine line of text for the test"}\n')
+        f.write(b'{"id": "badutf", "text": "bytes \xff\xfe are not utf-8 here"}\n')
+        f.write(b'{"id": "broken", "text": "no closing brace"\n')
+        f.write(b'{"id": "ok2", "text": "another perfectly fine line of text for the test"}\n')
+    # truncated gzip: first half of a valid stream
+    blob = gzip.compress("".join(json.dumps({"id": f"t{i}", "text": "some text " * 50}) + "\n" for i in range(200)).encode())
+    (data / "bad" / "trunc.jsonl.gz").write_bytes(blob[: len(blob) // 2])
+    # corrupt zstd: valid header, garbage body
+    good = zstandard.ZstdCompressor().compress(b'{"id": "z", "text": "zstd text"}\n' * 50)
+    (data / "bad" / "corrupt.jsonl.zst").write_bytes(good[:12] + b"\x00garbage" * 20)
+    (data / "bad" / "empty.jsonl").write_bytes(b"")
+    spec = tmp_path / "job.yaml"
+    warc = shared_dir / "corpora" / "web" / "broken"
+    spec.write_text(textwrap.dedent(f"""
+        name: runner-test
+        output: out
+        on_error: skip
+        execution: {{batch_rows: 8, split_bytes: 1024}}
+        sources:
+          - name: good
+            format: jsonl
+            paths: [data/good/*]
+            options: {{id_key: id, url_key: url}}
+          - name: bad
+            format: jsonl
+            paths: [data/bad/*]
+            options: {{id_key: id}}
+          - name: code
+            format: text
+            paths: ["{{stdlib}}/json/*.py"]
+        stages:
+          - normalize: {{}}
+          - length: {{min_chars: 10}}
+    """))
+    return spec
+
+
+def _read_dir(path: Path):
+    files = sorted(path.rglob("*.parquet"))
+    rows = []
+    for f in files:
+        rows.extend(pq.read_table(f).to_pylist())
+    return rows
+
+
+def test_run_outputs_accounting_and_rerun(ray_session, tmp_path, shared_dir):
+    spec = _corpus(tmp_path, shared_dir)
+    job = load_job(spec)
+    result = run_job(job, echo=lambda s: None)
+    out = Path(result.output)
+    assert (out / "_SUCCESS").is_file() and not out.with_name("out.staging").exists()
+    report = json.loads((out / "report.json").read_text())
+    assert report["accounting_ok"], report["problems"]
+    docs = _read_dir(out / "documents")
+    rejects = _read_dir(out / "rejects")
+    by_source = {}
+    for d in docs:
+        by_source.setdefault(d["source"], []).append(d)
+    # good: 42 docs + latin line = 43 records; "tiny" and the blank one are dropped
+    assert len(by_source["good"]) == 41
+    assert {d["text"] for d in by_source["good"]} >= {DOCS[0]["text"], "café au lait is a drink"}
+    assert len(by_source["code"]) == len(list(Path(job.sources[2].root).glob("*.py")))
+    reasons = {}
+    for r in rejects:
+        reasons.setdefault((r["source"], r["reject_reason"]), []).append(r)
+    assert len(reasons[("good", "length:too_short")]) == 1
+    assert len(reasons[("good", "normalize:empty")]) == 1
+    # corrupt input in "bad": every problem is a counted reject naming what went wrong
+    bad_reasons = {reason for (src, reason) in reasons if src == "bad"}
+    assert {"read:invalid_utf8", "read:invalid_json", "read:empty_file"} <= bad_reasons
+    assert any(r.startswith("read:") and "gzip" in r for r in bad_reasons)
+    assert any(r.startswith("read:") and "zst" in r for r in bad_reasons)
+    assert {d["id"].split("/")[0] for d in by_source["bad"]} == {"bad"}
+    assert len([d for d in by_source["bad"] if d["text"].startswith("a perfectly") or d["text"].startswith("another")]) == 2
+    # documents read from the truncated gzip before the break are kept, not lost
+    assert any(d["text"].startswith("some text") for d in by_source["bad"])
+    # report: in == out + dropped per stage
+    for st in report["stages"]:
+        assert st["docs_in"] == st["docs_out"] + sum(st["dropped"].values())
+    assert report["stages"][-1]["docs_out"] == len(docs)
+    assert sum(sum(st["dropped"].values()) for st in report["stages"]) == len(rejects)
+    assert (out / "report.md").read_text().startswith("# datapipe run")
+    assert (out / "drops.png").stat().st_size > 1000
+
+    # re-run: a no-op that says so
+    said = []
+    again = run_job(load_job(spec), echo=said.append)
+    assert again.skipped and "already complete" in said[0]
+    # --force runs again and gives byte-identical data files and manifest
+    manifest = (out / "manifest.json").read_text()
+    run_job(load_job(spec), force=True, echo=lambda s: None)
+    assert (out / "manifest.json").read_text() == manifest
+
+    # a changed spec does not silently reuse or overwrite the old output
+    spec.write_text(spec.read_text().replace("min_chars: 10", "min_chars: 12"))
+    with pytest.raises(SpecError, match="different run"):
+        run_job(load_job(spec), echo=lambda s: None)
+
+
+def test_on_error_fail_names_the_file(ray_session, tmp_path, shared_dir):
+    spec = _corpus(tmp_path, shared_dir)
+    for f in (tmp_path / "data" / "bad").iterdir():
+        if f.name != "trunc.jsonl.gz":
+            f.unlink()
+    spec.write_text(spec.read_text().replace("on_error: skip", "on_error: fail"))
+    with pytest.raises(CorruptInputError) as e:
+        run_job(load_job(spec), echo=lambda s: None)
+    assert "trunc.jsonl.gz" in str(e.value)
+    assert not (tmp_path / "out").exists()

@@ -1,0 +1,96 @@
+"""Malformed job specs fail at load time, before any data moves, naming the problem."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from datapipe.errors import SpecError
+from datapipe.spec import load_job
+
+
+def _write(tmp_path: Path, body: str) -> Path:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "a.jsonl").write_text('{"text": "hello world", "id": 1}\n')
+    (data / "p.html").write_text("<html><body><p>hi</p></body></html>")
+    spec = tmp_path / "job.yaml"
+    spec.write_text(textwrap.dedent(body))
+    return spec
+
+
+GOOD = """
+name: t
+output: out
+sources:
+  - name: docs
+    format: jsonl
+    paths: [data/*.jsonl]
+    options: {text_key: text, id_key: id}
+stages:
+  - normalize: {}
+  - length: {min_chars: 5}
+"""
+
+
+def test_good_spec_loads_with_typed_configs(tmp_path):
+    job = load_job(_write(tmp_path, GOOD))
+    assert [s.name for s in job.stages] == ["normalize", "length"]
+    assert job.stages[1].config.min_chars == 5
+    assert job.output == str((tmp_path / "out").resolve())
+    src = job.sources[0]
+    assert [f.rel for f in src.files] == ["a.jsonl"]
+    assert len(job.spec_hash()) == 32
+
+
+@pytest.mark.parametrize(
+    "old,new,expected",
+    [
+        ("  - length: {min_chars: 5}", "  - lenght: {min_chars: 5}", "unknown stage 'lenght'; valid stages:"),
+        ("{min_chars: 5}", "{min_char: 5}", "unknown key 'min_char'; did you mean 'min_chars'?"),
+        ("{min_chars: 5}", "{min_chars: five}", "key 'min_chars' must be int, got 'five'"),
+        ("{min_chars: 5}", "{min_chars: 5, max_chars: 2}", "min_chars <= max_chars"),
+        ("paths: [data/*.jsonl]", "paths: [data/missing.jsonl]", "input file not found:"),
+        ("paths: [data/*.jsonl]", "paths: [data/*.parquet]", "matches no files"),
+        ("format: jsonl", "format: csv", "unknown format 'csv'; valid formats:"),
+        ("{text_key: text, id_key: id}", "{text_field: text}", "source 'docs': options: unknown key 'text_field'"),
+        ("name: t\n", "name: t\nbogus: 1\n", "unknown top-level key(s) ['bogus']"),
+        ("output: out\n", "output: out\non_error: ignore\n", "'on_error' must be 'skip' or 'fail'"),
+    ],
+)
+def test_malformed_spec_names_the_problem(tmp_path, old, new, expected):
+    body = GOOD.replace(old, new)
+    assert body != GOOD
+    spec = _write(tmp_path, body)
+    with pytest.raises(SpecError) as e:
+        load_job(spec)
+    assert expected in str(e.value)
+    assert str(spec) in str(e.value)
+
+
+def test_impossible_column_chain_names_stage_column_and_source(tmp_path):
+    body = GOOD.replace(
+        "sources:\n",
+        "sources:\n  - name: pages\n    format: html\n    paths: [data/*.html]\n",
+    )
+    spec = _write(tmp_path, body)
+    with pytest.raises(SpecError) as e:
+        load_job(spec)
+    msg = str(e.value)
+    assert "stages[0] (normalize) reads column 'text'" in msg
+    assert "source 'pages' (format html)" in msg
+
+
+def test_validate_cli_prints_plan_or_error(tmp_path):
+    spec = _write(tmp_path, GOOD)
+    ok = subprocess.run([sys.executable, "-m", "datapipe", "validate", str(spec)], capture_output=True, text=True)
+    assert ok.returncode == 0, ok.stderr
+    assert "normalize" in ok.stdout and "spec OK" in ok.stdout
+    bad = _write(tmp_path, GOOD.replace("normalize", "normalise"))
+    err = subprocess.run([sys.executable, "-m", "datapipe", "validate", str(bad)], capture_output=True, text=True)
+    assert err.returncode == 2
+    assert "unknown stage 'normalise'" in err.stderr

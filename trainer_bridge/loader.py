@@ -1,0 +1,162 @@
+"""The resumable, deterministic loader over a :class:`~trainer_bridge.mix.MixPlan`.
+
+Contract:
+
+* Step ``t`` of a run starting at cursor ``c`` covers global samples
+  ``[c + t*G, c + (t+1)*G)`` (``G = global_batch``). Rank ``r`` of ``W`` data-parallel ranks
+  gets the contiguous slice ``[r*G/W, (r+1)*G/W)`` of each global batch, so the global batch
+  (ranks' slices concatenated in rank order) does not depend on ``W``, nor on how many
+  prefetch threads read it, nor on how the trainer splits it into micro-batches.
+* State is ``{"plan_hash", "samples_committed"}``: the cursor after the last batch handed
+  out. Loading a state whose plan hash differs from this plan's is an error: the same cursor
+  would address different samples.
+* Each batch is a dict of CPU tensors: ``input_ids`` and ``labels`` (``[G/W, seq_len]``, int64;
+  labels are inputs shifted by one), and ``position_ids`` when asked for (restarting at 0 after
+  every EOS; see :func:`trainer_bridge.mix.position_ids`).
+* The run ends at the plan's token budget (the last partial global batch is not served).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import torch
+
+from datapipe.errors import SpecError
+from trainer_bridge.mix import MixPlan, position_ids
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(kw_only=True, frozen=True)
+class LoaderConfig:
+    """How one rank reads: its place among ``world_size`` data-parallel ranks and prefetching."""
+
+    global_batch: int
+    rank: int = 0
+    world_size: int = 1
+    num_workers: int = 1
+    prefetch: int = 2
+    with_position_ids: bool = False
+    pin_memory: bool = False
+
+    def __post_init__(self) -> None:
+        if self.global_batch < 1:
+            raise SpecError(f"loader: global_batch {self.global_batch} must be >= 1")
+        if self.world_size < 1 or not 0 <= self.rank < self.world_size:
+            raise SpecError(f"loader: rank {self.rank} must be in [0, world_size={self.world_size})")
+        if self.global_batch % self.world_size:
+            raise SpecError(f"loader: global_batch {self.global_batch} is not divisible by the data-parallel "
+                            f"size {self.world_size}; pick a multiple of {self.world_size}")
+        if self.num_workers < 1 or self.prefetch < 1:
+            raise SpecError(f"loader: num_workers ({self.num_workers}) and prefetch ({self.prefetch}) must be >= 1")
+
+    @property
+    def local_batch(self) -> int:
+        return self.global_batch // self.world_size
+
+
+class MixLoader:
+    """Iterator of this rank's batches; ``state_dict``/``load_state_dict`` resume it exactly."""
+
+    def __init__(self, plan: MixPlan, config: LoaderConfig) -> None:
+        self.plan = plan
+        self.config = config
+        self.samples_committed = 0
+        self._pending: collections.deque[tuple[int, Future]] = collections.deque()
+        self._pool: ThreadPoolExecutor | None = None
+
+    # -- state ---------------------------------------------------------------------------
+    def state_dict(self) -> dict[str, Any]:
+        return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed)}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        if state.get("plan_hash") != self.plan.plan_hash:
+            raise SpecError(
+                f"loader state was saved for mix plan {state.get('plan_hash')!r}, but this run resolves to "
+                f"{self.plan.plan_hash!r}: the mix's sources (shard contents), weights, seq_len or seed changed, "
+                "so the saved cursor would address different samples. Resume with the original mix, or start a "
+                "new run (a different token_budget alone does not change the plan)")
+        n = int(state["samples_committed"])
+        if n < 0:
+            raise SpecError(f"loader state: samples_committed {n} must be >= 0")
+        self._drop_pending()
+        self.samples_committed = n
+
+    # -- reading -------------------------------------------------------------------------
+    @property
+    def steps_left(self) -> int:
+        return max(0, (self.plan.total_samples - self.samples_committed) // self.config.global_batch)
+
+    def batch_at(self, cursor: int) -> dict[str, torch.Tensor]:
+        """This rank's slice of the global batch starting at global sample ``cursor``."""
+        cfg = self.config
+        tokens = self.plan.read(cursor + cfg.rank * cfg.local_batch, cfg.local_batch)
+        return self._to_tensors(tokens)
+
+    def _to_tensors(self, tokens: np.ndarray) -> dict[str, torch.Tensor]:
+        full = torch.from_numpy(tokens.astype(np.int64))
+        batch = {"input_ids": full[:, :-1], "labels": full[:, 1:]}
+        if self.config.with_position_ids:
+            batch["position_ids"] = torch.from_numpy(position_ids(tokens[:, :-1], self.plan.eos_id))
+        if self.config.pin_memory:
+            batch = {k: v.contiguous().pin_memory() for k, v in batch.items()}
+        return batch
+
+    def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
+        return self
+
+    def __next__(self) -> dict[str, torch.Tensor]:
+        cfg = self.config
+        if self.steps_left == 0:
+            self._drop_pending()
+            raise StopIteration
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=cfg.num_workers, thread_name_prefix="mixloader")
+        # Keep `prefetch` steps in flight, in order, starting at the cursor.
+        want = self.samples_committed
+        if self._pending and self._pending[0][0] != want:
+            self._drop_pending()
+        nxt = self._pending[-1][0] + cfg.global_batch if self._pending else want
+        end = self.samples_committed + self.steps_left * cfg.global_batch
+        while len(self._pending) < cfg.prefetch and nxt < end:
+            self._pending.append((nxt, self._pool.submit(self.batch_at, nxt)))
+            nxt += cfg.global_batch
+        _, fut = self._pending.popleft()
+        batch = fut.result()
+        self.samples_committed += cfg.global_batch
+        return batch
+
+    def _drop_pending(self) -> None:
+        for _, fut in self._pending:
+            fut.cancel()
+        for _, fut in self._pending:
+            if not fut.cancelled():
+                fut.exception()  # wait; a read error of a dropped batch does not matter
+        self._pending.clear()
+
+    def close(self) -> None:
+        """Stop the prefetch threads (also done on garbage collection of the pool)."""
+        self._drop_pending()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __enter__(self) -> "MixLoader":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def micro_batches(batch: dict[str, torch.Tensor], size: int) -> list[dict[str, torch.Tensor]]:
+    """Split a rank's batch into micro-batches of ``size`` rows (gradient accumulation)."""
+    n = batch["input_ids"].shape[0]
+    if size < 1 or n % size:
+        raise SpecError(f"micro_batch {size} must divide the per-rank batch {n}")
+    return [{k: v[i:i + size] for k, v in batch.items()} for i in range(0, n, size)]

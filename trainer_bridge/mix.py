@@ -1,0 +1,441 @@
+"""Mix manifests (``mixes/*.yaml``) and the mix plan they resolve to.
+
+A mix manifest names source manifests with token-fraction weights, a sequence length, a
+seed and a token budget (format: ``docs/formats.md``; math: ``docs/mixes.md``).
+:func:`resolve_mix` turns it into a :class:`MixPlan`, whose ``sample(n)`` is a pure function
+of the plan and ``n``: sample ``n`` is ``seq_len + 1`` tokens of one source's stream, the
+source chosen by :class:`~trainer_bridge.order.Interleave`, the window by the keyed
+permutation in :mod:`trainer_bridge.order`. Nothing per sample or per window is stored.
+
+The *plan hash* covers what decides the sample sequence (sources' content, weights,
+seq_len, seed) and deliberately not the token budget: raising the budget appends samples
+and leaves earlier ones alone, so a run may be extended and still resume.
+
+``datapipe mix new`` / ``datapipe mix plan`` live here too (:func:`add_cli`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import sys
+from dataclasses import dataclass, field, fields
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import yaml
+
+from datapipe.errors import DatapipeError, SpecError
+from trainer_bridge.order import Interleave, epoch_keys, permute, rational_weights
+from trainer_bridge.shards import SourceManifest, TokenStream, load_manifest
+
+log = logging.getLogger(__name__)
+
+PLAN_VERSION = 1
+
+
+@dataclass(kw_only=True, frozen=True)
+class MixSource:
+    """One entry of ``sources:``: a source manifest path (relative to the mix file) and weight."""
+
+    manifest: str
+    weight: float
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.manifest, str) or not self.manifest:
+            raise SpecError(f"sources: manifest {self.manifest!r} must be a path to a manifest.json")
+        if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)):
+            raise SpecError(f"sources: {self.manifest}: weight {self.weight!r} must be a number > 0")
+        if not self.weight > 0:
+            raise SpecError(f"sources: {self.manifest}: weight {self.weight} must be > 0: give the "
+                            "source a positive token fraction, or remove it from the mix")
+
+
+@dataclass(kw_only=True, frozen=True)
+class MixSpec:
+    """A mix manifest as written; paths are resolved against ``base_dir`` (the file's folder)."""
+
+    name: str
+    seq_len: int
+    token_budget: int
+    sources: tuple[MixSource, ...]
+    seed: int = 0
+    max_epochs: float = 20.0
+    warn_epochs: float = 4.0
+    base_dir: Path = field(default=Path("."), compare=False)
+    path: Path | None = field(default=None, compare=False)
+
+    def __post_init__(self) -> None:
+        where = f"mix {self.path or self.name}"
+        if not isinstance(self.name, str) or not self.name:
+            raise SpecError(f"{where}: name must be a non-empty string")
+        for key in ("seq_len", "token_budget", "seed"):
+            v = getattr(self, key)
+            if isinstance(v, bool) or not isinstance(v, int):
+                raise SpecError(f"{where}: {key} is {v!r}; it must be an integer")
+        if self.seq_len < 1:
+            raise SpecError(f"{where}: seq_len {self.seq_len} must be >= 1 (e.g. 2048)")
+        if self.token_budget < self.seq_len:
+            raise SpecError(f"{where}: token_budget {self.token_budget} is below one sample "
+                            f"(seq_len {self.seq_len}); raise it")
+        if self.seed < 0:
+            raise SpecError(f"{where}: seed {self.seed} must be >= 0")
+        if not self.max_epochs > 0 or not self.warn_epochs > 0:
+            raise SpecError(f"{where}: max_epochs ({self.max_epochs}) and warn_epochs "
+                            f"({self.warn_epochs}) must be > 0")
+        if self.warn_epochs > self.max_epochs:
+            raise SpecError(f"{where}: warn_epochs {self.warn_epochs} is above max_epochs "
+                            f"{self.max_epochs}; lower warn_epochs")
+        if not self.sources:
+            raise SpecError(f"{where}: sources is empty; list at least one source manifest")
+
+    @property
+    def total_samples(self) -> int:
+        return self.token_budget // self.seq_len
+
+
+_MIX_KEYS = {f.name for f in fields(MixSpec)} - {"base_dir", "path"}
+
+
+def load_mix(path: str | os.PathLike) -> MixSpec:
+    """Read a mix manifest; unknown or missing keys are errors that list the valid ones."""
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"mix manifest {path} not found; write one with `datapipe mix new`")
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SpecError(f"mix {path}: not valid YAML: {e}") from e
+    if not isinstance(raw, dict):
+        raise SpecError(f"mix {path}: expected a mapping with keys {sorted(_MIX_KEYS)}")
+    unknown = set(raw) - _MIX_KEYS
+    if unknown:
+        raise SpecError(f"mix {path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(_MIX_KEYS)}")
+    missing = {"name", "seq_len", "token_budget", "sources"} - set(raw)
+    if missing:
+        raise SpecError(f"mix {path}: missing key(s) {sorted(missing)}")
+    srcs = raw["sources"]
+    if not isinstance(srcs, list):
+        raise SpecError(f"mix {path}: sources must be a list of {{manifest: PATH, weight: W}}")
+    sources = []
+    for i, s in enumerate(srcs):
+        if not isinstance(s, dict) or set(s) != {"manifest", "weight"}:
+            raise SpecError(f"mix {path}: sources[{i}] is {s!r}; each entry needs exactly the keys "
+                            "manifest and weight")
+        try:
+            sources.append(MixSource(manifest=s["manifest"], weight=s["weight"]))
+        except SpecError as e:
+            raise SpecError(f"mix {path}: sources[{i}]: {e}") from e
+    body = {k: v for k, v in raw.items() if k != "sources"}
+    return MixSpec(**body, sources=tuple(sources), base_dir=path.parent, path=path)
+
+
+def position_ids(tokens: np.ndarray, eos_id: int) -> np.ndarray:
+    """Per-document positions for ``tokens`` (``[..., T]``): 0 at the window start and right
+    after every EOS, counting up inside a document. Document starts are where it is 0, so
+    ``cu_seqlens`` for variable-length attention are ``flatnonzero(pos.ravel() == 0)``."""
+    t = tokens.shape[-1]
+    idx = np.broadcast_to(np.arange(t, dtype=np.int64), tokens.shape)
+    start = np.zeros(tokens.shape, dtype=bool)
+    start[..., 0] = True
+    start[..., 1:] = tokens[..., :-1] == eos_id
+    last = np.maximum.accumulate(np.where(start, idx, 0), axis=-1)
+    return idx - last
+
+
+@dataclass(kw_only=True, frozen=True)
+class SourcePlan:
+    """One row of the plan report."""
+
+    name: str
+    manifest: str
+    weight: Fraction
+    tokens_available: int
+    windows: int
+    samples: int
+    tokens_drawn: int
+    epochs: float
+
+
+@dataclass(kw_only=True, frozen=True)
+class PlanReport:
+    """What ``datapipe mix plan`` prints: per source, what is there and what the budget draws."""
+
+    name: str
+    plan_hash: str
+    seq_len: int
+    seed: int
+    token_budget: int
+    samples: int
+    rows: tuple[SourcePlan, ...]
+    warnings: tuple[str, ...]
+
+    def format(self) -> str:
+        head = ["source", "weight", "tokens available", "windows", "samples", "tokens drawn", "epochs"]
+        body = [[r.name, f"{float(r.weight):.4f}", f"{r.tokens_available:,}", f"{r.windows:,}",
+                 f"{r.samples:,}", f"{r.tokens_drawn:,}", f"{r.epochs:.3f}"] for r in self.rows]
+        body.append(["total", "1.0000", f"{sum(r.tokens_available for r in self.rows):,}",
+                     f"{sum(r.windows for r in self.rows):,}", f"{self.samples:,}",
+                     f"{self.samples * self.seq_len:,}", ""])
+        widths = [max(len(row[i]) for row in [head] + body) for i in range(len(head))]
+        fmt = lambda row: "  ".join(c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths)))
+        lines = [f"mix {self.name}: seq_len {self.seq_len}, seed {self.seed}, token budget "
+                 f"{self.token_budget:,} = {self.samples:,} samples",
+                 fmt(head), fmt(["-" * w for w in widths])]
+        lines += [fmt(row) for row in body]
+        lines += [f"warning: {w}" for w in self.warnings]
+        lines.append(f"plan hash: {self.plan_hash}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "plan_hash": self.plan_hash, "seq_len": self.seq_len, "seed": self.seed,
+                "token_budget": self.token_budget, "samples": self.samples, "warnings": list(self.warnings),
+                "sources": [{"name": r.name, "manifest": r.manifest, "weight": float(r.weight),
+                             "tokens_available": r.tokens_available, "windows": r.windows,
+                             "samples": r.samples, "tokens_drawn": r.tokens_drawn, "epochs": r.epochs}
+                            for r in self.rows]}
+
+
+class MixPlan:
+    """A resolved mix: ``sample(n)`` for any ``n >= 0``, and batched token reads.
+
+    Holds O(sources + shards) state: the token streams, integer weights, window counts.
+    ``total_samples`` is where the token budget ends; ``sample`` itself is defined beyond
+    it (that is what makes a larger budget an extension of a smaller one).
+    """
+
+    def __init__(self, spec: MixSpec, manifests: Sequence[SourceManifest], streams: Sequence[TokenStream]) -> None:
+        self.spec = spec
+        self.manifests = tuple(manifests)
+        self.streams = tuple(streams)
+        self.names = tuple(m.source for m in manifests)
+        self.seq_len = spec.seq_len
+        self.seed = spec.seed
+        self.weights = tuple(rational_weights([s.weight for s in spec.sources]))
+        self.interleave = Interleave(self.weights)
+        self.n_windows = tuple((st.n_tokens - 1) // spec.seq_len for st in streams)
+        self.eos_id = manifests[0].eos_id
+        self.vocab_size = manifests[0].vocab_size
+        self.dtype = np.dtype("<i4") if any(m.dtype == "int32" for m in manifests) else np.dtype("<u2")
+        self.total_samples = spec.total_samples
+        key = {"version": PLAN_VERSION, "seq_len": spec.seq_len, "seed": spec.seed,
+               "sources": [{"weight": f"{w.numerator}/{w.denominator}", **m.content_key()}
+                           for w, m in zip(self.weights, manifests)]}
+        digest = hashlib.blake2b(json.dumps(key, sort_keys=True).encode(), digest_size=16).hexdigest()
+        self.plan_hash = f"plan-v{PLAN_VERSION}:{digest}"
+
+    def __repr__(self) -> str:
+        return f"MixPlan({self.spec.name!r}, sources={list(self.names)}, {self.plan_hash})"
+
+    def sample(self, n: int) -> tuple[str, int]:
+        """``(source name, window index)`` of global sample ``n``; the window covers stream
+        tokens ``[window * seq_len, window * seq_len + seq_len + 1)``."""
+        s, k = self.interleave.at(n)
+        return self.names[s], self._windows(s, np.array([k]))[0]
+
+    def _windows(self, s: int, k: np.ndarray) -> np.ndarray:
+        nw = self.n_windows[s]
+        epoch, pos = np.divmod(k, nw)
+        out = np.empty(k.shape, dtype=np.int64)
+        for e in np.unique(epoch):
+            sel = epoch == e
+            out[sel] = permute(pos[sel], nw, epoch_keys(self.seed, self.names[s], int(e)))
+        return out
+
+    def locate(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Source index and window index of samples ``[n0, n0 + count)``."""
+        src, k = self.interleave.run(n0, count)
+        win = np.empty(count, dtype=np.int64)
+        for s in np.unique(src):
+            sel = src == s
+            win[sel] = self._windows(int(s), k[sel])
+        return src, win
+
+    def read(self, n0: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Tokens of samples ``[n0, n0 + count)`` as a ``[count, seq_len + 1]`` array."""
+        width = self.seq_len + 1
+        if out is None:
+            out = np.empty((count, width), dtype=self.dtype)
+        src, win = self.locate(n0, count)
+        starts = win * self.seq_len
+        streams = self.streams
+        for i in range(count):
+            streams[src[i]].read_into(out[i], int(starts[i]))
+        return out
+
+    def counts_at(self, n: int) -> list[int]:
+        """Samples drawn from each source among the first ``n``."""
+        return self.interleave.counts_at(n)
+
+    def report(self, samples: int | None = None) -> PlanReport:
+        n = self.total_samples if samples is None else samples
+        counts = self.counts_at(n)
+        rows, warnings = [], []
+        for i, name in enumerate(self.names):
+            epochs = counts[i] / self.n_windows[i]
+            rows.append(SourcePlan(name=name, manifest=self.spec.sources[i].manifest, weight=self.weights[i],
+                                   tokens_available=self.streams[i].n_tokens, windows=self.n_windows[i],
+                                   samples=counts[i], tokens_drawn=counts[i] * self.seq_len, epochs=epochs))
+            if epochs > self.spec.warn_epochs:
+                warnings.append(f"source {name!r} is read {epochs:.2f} epochs (above warn_epochs "
+                                f"{self.spec.warn_epochs:g}): its data is repeated; lower its weight or "
+                                "the token budget, or add data")
+        return PlanReport(name=self.spec.name, plan_hash=self.plan_hash, seq_len=self.seq_len, seed=self.seed,
+                          token_budget=self.spec.token_budget, samples=n, rows=tuple(rows), warnings=tuple(warnings))
+
+
+def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> MixPlan:
+    """Open every source of a mix and check that they can be mixed and the budget fits."""
+    spec = spec_or_path if isinstance(spec_or_path, MixSpec) else load_mix(spec_or_path)
+    where = f"mix {spec.path or spec.name}"
+    paths = [(spec.base_dir / s.manifest) for s in spec.sources]
+    missing = [f"sources[{i}].manifest {s.manifest} (looked at {p.resolve()})"
+               for i, (s, p) in enumerate(zip(spec.sources, paths)) if not p.is_file()]
+    if missing:
+        raise SpecError(f"{where}: source manifest(s) not found: " + "; ".join(missing) +
+                        ". Run the job that writes them (e.g. `datapipe run jobs/sample.yaml`) or fix the "
+                        "paths (they are relative to the mix file)")
+    manifests = [load_manifest(p) for p in paths]
+    names = [m.source for m in manifests]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise SpecError(f"{where}: source(s) {dupes} listed more than once; merge them into one entry")
+    prints = {m.fingerprint for m in manifests}
+    if len(prints) > 1:
+        detail = ", ".join(f"{m.source}: {m.fingerprint}" for m in manifests)
+        raise SpecError(f"{where}: sources were tokenised with different tokenizers ({detail}); "
+                        "re-tokenise them with one tokenizer or put them in separate mixes")
+    streams = [TokenStream(m, verify_hashes=verify_hashes) for m in manifests]
+    short = [f"{st.source} ({st.n_tokens} tokens)" for st in streams if st.n_tokens < spec.seq_len + 1]
+    if short:
+        raise SpecError(f"{where}: source(s) {', '.join(short)} hold less than one sample of seq_len + 1 = "
+                        f"{spec.seq_len + 1} tokens; lower seq_len or drop them")
+    plan = MixPlan(spec, manifests, streams)
+    report = plan.report()
+    over = [r for r in report.rows if r.epochs > spec.max_epochs]
+    if over:
+        # The largest budget with every source within max_epochs (up to a sample or two).
+        limit = min(spec.max_epochs * r.windows / float(r.weight) for r in report.rows)
+        detail = "; ".join(f"{r.name} would be read {r.epochs:.2f} epochs ({r.samples:,} samples of "
+                           f"{r.windows:,} windows)" for r in over)
+        raise SpecError(f"{where}: token_budget {spec.token_budget:,} exceeds max_epochs {spec.max_epochs:g}: "
+                        f"{detail}. Lower token_budget to about {int(limit) * spec.seq_len:,} or below, lower "
+                        "those sources' weights, add data, or raise max_epochs")
+    for w in report.warnings:
+        log.warning("%s: %s", where, w)
+    return plan
+
+
+def plan_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> PlanReport:
+    """Resolve a mix and report it (``datapipe mix plan``); raises :class:`SpecError` when invalid."""
+    return resolve_mix(spec_or_path, verify_hashes=verify_hashes).report()
+
+
+def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *, out: str | os.PathLike,
+            name: str | None = None, seq_len: int = 2048, token_budget: int | None = None, seed: int = 0,
+            max_epochs: float = 20.0, warn_epochs: float = 4.0) -> Path:
+    """Write a mix manifest over ``manifests`` (paths stored relative to ``out``'s folder).
+
+    The mix is resolved before anything is written, so a mix that would not plan is never
+    written. Without ``token_budget``, the budget is the tokens all sources hold together.
+    """
+    out = Path(out)
+    if len(manifests) != len(weights):
+        raise SpecError(f"mix new: {len(manifests)} manifests but {len(weights)} weights; give one weight each")
+    base = out.parent
+    rel = [os.path.relpath(Path(m).resolve(), base.resolve()) for m in manifests]
+    if token_budget is None:
+        total = sum(load_manifest(m).total_tokens for m in manifests)
+        token_budget = max(seq_len, total // seq_len * seq_len)
+    spec = MixSpec(name=name or out.stem, seq_len=seq_len, token_budget=token_budget, seed=seed,
+                   max_epochs=max_epochs, warn_epochs=warn_epochs,
+                   sources=tuple(MixSource(manifest=r, weight=w) for r, w in zip(rel, weights)),
+                   base_dir=base, path=out)
+    resolve_mix(spec)
+    doc = {"name": spec.name, "seq_len": seq_len, "token_budget": token_budget, "seed": seed,
+           "max_epochs": max_epochs, "warn_epochs": warn_epochs,
+           "sources": [{"manifest": r, "weight": w} for r, w in zip(rel, weights)]}
+    base.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text("# written by `datapipe mix new`; manifest paths are relative to this file\n"
+                   + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
+    os.replace(tmp, out)
+    return out
+
+
+# ---------------------------------------------------------------- CLI: datapipe mix new|plan
+
+
+def _parse_source(arg: str) -> tuple[str, float]:
+    path, sep, weight = arg.rpartition("=")
+    if not sep or not path:
+        raise SpecError(f"mix new: {arg!r} must be MANIFEST=WEIGHT, e.g. runs/x/shards/wiki/manifest.json=0.3")
+    try:
+        return path, float(weight)
+    except ValueError:
+        raise SpecError(f"mix new: weight {weight!r} in {arg!r} is not a number") from None
+
+
+def _cmd_new(args: argparse.Namespace) -> int:
+    try:
+        pairs = [_parse_source(a) for a in args.sources]
+        out = new_mix([p for p, _ in pairs], [w for _, w in pairs], out=args.out, name=args.name,
+                      seq_len=args.seq_len, token_budget=args.token_budget, seed=args.seed,
+                      max_epochs=args.max_epochs, warn_epochs=args.warn_epochs)
+        print(f"wrote {out}")
+        print(plan_mix(out).format())
+    except DatapipeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _cmd_plan(args: argparse.Namespace) -> int:
+    try:
+        report = plan_mix(args.mix, verify_hashes=args.verify_hashes)
+    except DatapipeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(json.dumps(report.to_json(), indent=2) if args.json else report.format())
+    return 0
+
+
+def add_cli(subparsers: "argparse._SubParsersAction") -> argparse.ArgumentParser:
+    """Add ``mix new`` and ``mix plan`` to a CLI; each leaf sets ``func(args) -> exit code``."""
+    p = subparsers.add_parser("mix", help="write and resolve mix manifests")
+    sub = p.add_subparsers(dest="mix_command", required=True, metavar="{new,plan}")
+    n = sub.add_parser("new", help="write a mix manifest from source manifests and weights")
+    n.add_argument("sources", nargs="+", metavar="MANIFEST=WEIGHT", help="source manifest.json and its token fraction")
+    n.add_argument("-o", "--out", required=True, help="mix YAML to write (e.g. mixes/my.yaml)")
+    n.add_argument("--name", help="mix name (default: the file name)")
+    n.add_argument("--seq-len", type=int, default=2048)
+    n.add_argument("--token-budget", type=int, default=None, help="tokens drawn over the run (default: all tokens of all sources)")
+    n.add_argument("--seed", type=int, default=0)
+    n.add_argument("--max-epochs", type=float, default=20.0)
+    n.add_argument("--warn-epochs", type=float, default=4.0)
+    n.set_defaults(func=_cmd_new)
+    pl = sub.add_parser("plan", help="resolve a mix: per-source tokens, draws, epochs and the plan hash")
+    pl.add_argument("mix", help="mix manifest YAML")
+    pl.add_argument("--verify-hashes", action="store_true", help="also recompute every shard's content hash")
+    pl.add_argument("--json", action="store_true", help="print the plan as JSON")
+    pl.set_defaults(func=_cmd_plan)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m trainer_bridge.mix {new,plan} ...`` (the same commands as ``datapipe mix``)."""
+    parser = argparse.ArgumentParser(prog="python -m trainer_bridge.mix")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_cli(sub)
+    args = parser.parse_args(["mix", *(sys.argv[1:] if argv is None else argv)])
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(message)s")
+    raise SystemExit(main())

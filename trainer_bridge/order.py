@@ -1,0 +1,155 @@
+"""The two pure functions behind the mix plan: which source sample ``n`` comes from, and
+which window of that source it reads. Both are O(sources) per sample with no per-sample or
+per-window arrays, so memory and start-up do not grow with the corpus.
+
+**Source choice** (:class:`Interleave`). Source ``s`` has a normalised weight
+``w_s = a_s / A`` (exact rationals). Its ``k``-th draw is placed at the ideal time
+``t_s(k) = (k + 1/2) / a_s``; the run visits all draws of all sources in order of
+``(t, s)`` (ties go to the lower source index). This is the divisor ("Sainte-Laguë" /
+stride-scheduling) sequence: after ``n`` samples every source has ``round(n w_s)`` give or
+take about one, at *every* prefix, and the sequence is infinite, so a larger token budget
+only appends samples. Random access to sample ``n``: the counts at time ``n / A`` have a
+closed form, ``c_s = floor(n a_s / A + 1/2)``; they sum to within ``sources / 2`` of ``n``,
+and a few O(sources) steps forward or back land exactly on ``n``. All arithmetic is on
+Python integers (times scaled by ``L = lcm(2 a_s)``), so results are exact on every
+machine.
+
+**Window order** (:func:`permute`). Within a source, draw ``k`` is epoch ``k // N`` and
+position ``k % N`` of that epoch, where ``N`` is the source's window count. The position
+goes through a keyed Feistel network over the smallest even bit-width that covers ``N``
+(a bijection on ``[0, 2^b)``, ``2^b < 4N``), cycle-walking until the value lands inside
+``[0, N)``; the result is a bijection on ``[0, N)``, so no window repeats inside an epoch.
+Round keys come from ``blake2b(seed, source name, epoch)``: a new order every epoch.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import heapq
+import math
+from fractions import Fraction
+from typing import Sequence
+
+import numpy as np
+
+FEISTEL_ROUNDS = 6
+_M64 = (1 << 64) - 1
+_C0 = np.uint64(0x9E3779B97F4A7C15)
+_C1 = np.uint64(0xBF58476D1CE4E5B9)
+_C2 = np.uint64(0x94D049BB133111EB)
+
+
+def rational_weights(weights: Sequence[float | int | str | Fraction], *, max_denominator: int = 1_000_000
+                     ) -> list[Fraction]:
+    """Weights as exact fractions summing to 1 (decimal strings of floats, so 0.4 is 2/5)."""
+    fr = [Fraction(str(w)) if not isinstance(w, Fraction) else w for w in weights]
+    if any(f <= 0 for f in fr):
+        raise ValueError("weights must be positive")
+    # 0.3333333333333333 -> 1/3; a weight too small for that stays exact.
+    fr = [f.limit_denominator(max_denominator) or f for f in fr]
+    total = sum(fr)
+    return [f / total for f in fr]
+
+
+class Interleave:
+    """Source index of every global sample, as a pure function of the weights."""
+
+    def __init__(self, weights: Sequence[Fraction]) -> None:
+        if not weights:
+            raise ValueError("need at least one source")
+        denom = math.lcm(*(w.denominator for w in weights))
+        self.a = [int(w * denom) for w in weights]  # integer weights a_s
+        if any(a <= 0 for a in self.a):
+            raise ValueError("weights must be positive")
+        self.A = sum(self.a)
+        self.L = math.lcm(*(2 * a for a in self.a))
+        self.M = [self.L // (2 * a) for a in self.a]  # key of draw k of s = (2k+1) * M_s
+        self.S = len(self.a)
+
+    def counts_at(self, n: int) -> list[int]:
+        """Draws of each source among samples ``[0, n)``; sums to ``n``."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        x0 = (n * self.L) // self.A
+        c = [(x0 // m + 1) // 2 for m in self.M]
+        total = sum(c)
+        while total > n:  # drop the last event of the prefix
+            s = max((s for s in range(self.S) if c[s] > 0), key=lambda s: ((2 * c[s] - 1) * self.M[s], s))
+            c[s] -= 1
+            total -= 1
+        while total < n:  # take the next event
+            s = min(range(self.S), key=lambda s: ((2 * c[s] + 1) * self.M[s], s))
+            c[s] += 1
+            total += 1
+        return c
+
+    def at(self, n: int) -> tuple[int, int]:
+        """``(source, k)``: sample ``n`` is the ``k``-th draw (0-based) of ``source``."""
+        c = self.counts_at(n)
+        s = min(range(self.S), key=lambda s: ((2 * c[s] + 1) * self.M[s], s))
+        return s, c[s]
+
+    def run(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        """Samples ``[n0, n0 + count)``: arrays of source index and per-source draw index."""
+        c = self.counts_at(n0)
+        heap = [((2 * c[s] + 1) * self.M[s], s) for s in range(self.S)]
+        heapq.heapify(heap)
+        src = np.empty(count, dtype=np.int64)
+        k = np.empty(count, dtype=np.int64)
+        M = self.M
+        for i in range(count):
+            key, s = heap[0]
+            src[i] = s
+            k[i] = c[s]
+            c[s] += 1
+            heapq.heapreplace(heap, (key + 2 * M[s], s))
+        return src, k
+
+
+def epoch_keys(seed: int, source: str, epoch: int, rounds: int = FEISTEL_ROUNDS) -> np.ndarray:
+    """Feistel round keys for one (seed, source, epoch): a fresh order every epoch."""
+    h = hashlib.blake2b(f"datapipe-window-order/v1|{seed}|{source}|{epoch}".encode(), digest_size=8 * rounds)
+    return np.frombuffer(h.digest(), dtype="<u8").astype(np.uint64)
+
+
+def _mix(z: np.ndarray) -> np.ndarray:
+    z = z * _C0
+    z ^= z >> np.uint64(30)
+    z *= _C1
+    z ^= z >> np.uint64(27)
+    z *= _C2
+    z ^= z >> np.uint64(31)
+    return z
+
+
+def _half_bits(n: int) -> int:
+    bits = max(2, (n - 1).bit_length())
+    return (bits + 1) // 2
+
+
+def _feistel(x: np.ndarray, half: int, keys: np.ndarray) -> np.ndarray:
+    mask = np.uint64((1 << half) - 1)
+    sh = np.uint64(half)
+    left, right = x >> sh, x & mask
+    for key in keys:
+        left, right = right, left ^ (_mix(right ^ key) & mask)
+    return (left << sh) | right
+
+
+def permute(positions: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
+    """Bijection of ``[0, n)`` applied to ``positions`` (vectorised; no permutation array)."""
+    if n <= 0:
+        raise ValueError("n must be positive")
+    pos = np.asarray(positions, dtype=np.uint64)
+    if n == 1:
+        return np.zeros(pos.shape, dtype=np.int64)
+    if n > 1 << 62:
+        raise ValueError("n too large")
+    half = _half_bits(n)
+    out = _feistel(pos, half, keys)
+    bound = np.uint64(n)
+    todo = np.nonzero(out >= bound)[0]
+    while todo.size:  # cycle-walking: expected < 4 rounds since 2^(2*half) < 4n
+        out[todo] = _feistel(out[todo], half, keys)
+        todo = todo[out[todo] >= bound]
+    return out.astype(np.int64)
