@@ -32,3 +32,6 @@ class CorruptInputError(JobError):
         if detail:
             msg += f" ({detail})"
         super().__init__(msg)
+
+    def __reduce__(self):  # picklable across Ray workers
+        return (type(self), (self.path, self.reason, self.detail))

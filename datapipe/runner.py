@@ -60,6 +60,8 @@ def ensure_ray(job: JobSpec) -> None:
 
     if ray.is_initialized():
         return
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
     if os.environ.get("RAY_ADDRESS"):
         log.info("joining Ray cluster at %s", os.environ["RAY_ADDRESS"])
         ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
@@ -119,7 +121,7 @@ def _datasource(job: JobSpec, collector, schema: pa.Schema):
         def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
             tasks = []
             for reader, split in entries:
-                size = _split_bytes(split)
+                size = split.num_bytes
                 meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None,
                                      input_files=tuple(f.path for f in split.files))
                 fn = functools.partial(_read_split, reader, split, collector, schema)
@@ -129,20 +131,14 @@ def _datasource(job: JobSpec, collector, schema: pa.Schema):
     return DocumentsDatasource(), len(entries)
 
 
-def _split_bytes(split) -> int:
-    if len(split.files) == 1 and split.end is not None and split.files[0].path.endswith((".jsonl", ".warc", ".wet")):
-        return max(0, split.end - split.start)
-    return sum(f.size for f in split.files)
-
-
 # -- stages ------------------------------------------------------------------------
 
 class SegmentUDF:
     """Runs consecutive batch stages in one process (fused), recording each stage's stats."""
 
-    def __init__(self, stages: list[tuple[str, type, Any]], collector, schemas: list[pa.Schema]) -> None:
-        self._stages = [cls(cfg) for _, cls, cfg in stages]
-        self._names = [n for n, _, _ in stages]
+    def __init__(self, stages: list[StageSpec], collector, schemas: list[pa.Schema]) -> None:
+        self._stages = [st.make() for st in stages]
+        self._names = [st.name for st in stages]
         for st in self._stages:
             st.ensure_setup()
         self._collector = collector
@@ -217,7 +213,8 @@ def describe_plan(job: JobSpec) -> list[str]:
             mode = "tasks (fused)"
         for st in seg:
             adds = ", ".join(st.cls.adds) or "-"
-            lines.append(f"  [{i}] {st.name:<18} {mode:<20} reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}")
+            only = f"; only sources: {', '.join(sorted(st.sources))}" if st.sources is not None else ""
+            lines.append(f"  [{i}] {st.name:<18} {mode:<20} reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
     lines.append("outputs: documents/ and rejects/ (Parquet, partitioned by source), report.json, "
                  "report.md, drops.png, manifest.json")
     return lines
@@ -277,7 +274,7 @@ def write_outputs(ds, staging: str, job: JobSpec) -> list[dict[str, Any]]:
 # -- accounting --------------------------------------------------------------------
 
 def check_accounting(chain: list[str], stats: dict[str, dict[str, dict[str, Any]]], files: list[dict[str, Any]],
-                     sources: list[str]) -> list[str]:
+                     sources: list[str], applies: Callable[[str, str], bool] = lambda stage, src: True) -> list[str]:
     """Every problem found; empty when ``in == out + dropped`` holds everywhere and the
     written datasets agree with the stage counters."""
     problems = []
@@ -294,6 +291,10 @@ def check_accounting(chain: list[str], stats: dict[str, dict[str, dict[str, Any]
         prev_out = None
         prev_name = None
         for name in chain:
+            if not applies(name, src):
+                if stats.get(name, {}).get(src):
+                    problems.append(f"stage {name!r} counted documents of source {src!r}, which it does not apply to")
+                continue
             st = BatchStats.from_dict(stats.get(name, {}).get(src, BatchStats().to_dict()))
             dropped = sum(st.dropped.values())
             if st.docs_in != st.docs_out + dropped:
@@ -379,7 +380,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
                                     stage_index=st.index)
                 os.makedirs(gctx.work_dir, exist_ok=True)
                 t0 = time.perf_counter()
-                stage = st.cls(st.config)
+                stage = st.make()
                 ds = stage.run(ds, gctx).materialize()
                 global_seconds[st.name] = time.perf_counter() - t0
                 ds = ds.map_batches(_tally_global, fn_kwargs={"name": st.name, "collector": collector},
@@ -387,7 +388,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
                 stage_reports[st.name] = gctx.report
                 chain.append(st.name)
                 continue
-            stages = [(st.name, st.cls, st.config) for st in seg]
+            stages = list(seg)
             schemas = [job_schema(job, st.index + 1) for st in seg]
             if any(st.cls.needs_actor() for st in seg):
                 size = job.execution.actors_per_stage or max(1, cpus - 1)
@@ -408,7 +409,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     wall = time.time() - started
 
     stats = ray.get(collector.snapshot.remote())
-    problems = check_accounting(chain, stats, files, [s.name for s in job.sources])
+    by_name = {st.name: st for st in job.stages}
+    problems = check_accounting(chain, stats, files, [s.name for s in job.sources],
+                                lambda stage, src: stage == "read" or by_name[stage].applies_to(src))
     report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
                           global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash)
     write_report(report, staging)

@@ -369,8 +369,12 @@ class SourceShardWriter:
             sh.bin_tmp.unlink(missing_ok=True)
             idx_tmp.unlink(missing_ok=True)
             raise JobError(f"source {self.source}: shard failed verification after writing: " + "; ".join(problems))
-        _commit(sh.bin_tmp, self.folder / rec["bin"], rec["bin_hash"])
-        _commit(idx_tmp, self.folder / rec["idx"], rec["idx_hash"])
+        try:
+            _commit(sh.bin_tmp, self.folder / rec["bin"], rec["bin_hash"])
+            _commit(idx_tmp, self.folder / rec["idx"], rec["idx_hash"])
+        finally:
+            sh.bin_tmp.unlink(missing_ok=True)
+            idx_tmp.unlink(missing_ok=True)
         self._records.append(rec)
         log.debug("shard %s: %d tokens, %d documents", sh.name, sh.tokens, rec["documents"])
 

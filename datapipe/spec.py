@@ -96,6 +96,13 @@ class StageSpec:
     cls: type[Stage]
     config: StageConfig
     index: int
+    sources: frozenset[str] | None = None   # None: every source
+
+    def applies_to(self, source: str) -> bool:
+        return self.sources is None or source in self.sources
+
+    def make(self) -> Stage:
+        return self.cls(self.config, sources=self.sources)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -124,7 +131,8 @@ class JobSpec:
                 }
                 for s in self.sources
             ],
-            "stages": [{"stage": st.name, "config": _portable(to_plain(st.config))} for st in self.stages],
+            "stages": [{"stage": st.name, "config": _portable(to_plain(st.config)),
+                        "sources": sorted(st.sources) if st.sources is not None else None} for st in self.stages],
             "output_options": to_plain(self.output_options),
         }
 
@@ -297,13 +305,31 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     for i, entry in enumerate(raw["stages"]):
         if isinstance(entry, str):
             entry = {entry: {}}
+        only = None
+        if isinstance(entry, dict) and "stage" in entry:
+            # long form: {stage: name, sources: [..], config: {..}}
+            bad = set(entry) - {"stage", "sources", "config"}
+            if bad:
+                raise SpecError(f"{path}: stages[{i}]: unknown key(s) {sorted(bad)}; the long form takes "
+                                "'stage', 'sources' and 'config'")
+            only = entry.get("sources")
+            if not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only):
+                raise SpecError(f"{path}: stages[{i}]: 'sources' must be a non-empty list of source names")
+            unknown = sorted(set(only) - names)
+            if unknown:
+                raise SpecError(f"{path}: stages[{i}]: unknown source(s) {unknown}; sources are {sorted(names)}")
+            entry = {entry["stage"]: entry.get("config") or {}}
         if not isinstance(entry, dict) or len(entry) != 1:
-            raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}', got {entry!r}")
+            raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}' or "
+                            f"'{{stage: <name>, sources: [..], config: {{..}}}}', got {entry!r}")
         (sname, cfg), = entry.items()
         where = f"{path}: stages[{i}] ({sname})"
         cls = stage_class(sname, where=f"{path}: stages[{i}]")
         config = build(cls.Config, cfg, where=where)
-        stages.append(StageSpec(name=sname, cls=cls, config=config, index=i))
+        if only is not None and issubclass(cls, GlobalStage):
+            raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
+        stages.append(StageSpec(name=sname, cls=cls, config=config, index=i,
+                                sources=frozenset(only) if only is not None else None))
     if len({s.name for s in stages}) != len(stages):
         dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
         raise SpecError(f"{path}: stage(s) {dup} appear more than once; each stage may run once per job")
@@ -335,6 +361,9 @@ def check_chain(job: JobSpec) -> dict[str, list[frozenset[str]]]:
         available = frozenset(reader_for_source(job, src).provides())
         trace[src.name] = [available]
         for st in job.stages:
+            if not st.applies_to(src.name):
+                trace[src.name].append(available)
+                continue
             missing = [c for c in st.cls.reads if c not in available]
             if missing:
                 col = missing[0]

@@ -87,8 +87,11 @@ class Stage:
     #: Ray resources per actor/task (``num_cpus`` etc.)
     resources: ClassVar[Mapping[str, float]] = {"num_cpus": 1}
 
-    def __init__(self, config: StageConfig | None = None) -> None:
+    def __init__(self, config: StageConfig | None = None, *, sources: frozenset[str] | None = None) -> None:
         self.config = config if config is not None else self.Config()
+        #: when set, the stage applies only to documents of these sources; others pass
+        #: through untouched and uncounted (a job spec's ``sources:`` on a stage entry)
+        self.sources = frozenset(sources) if sources is not None else None
         self._ready = False
 
     # -- lifecycle -----------------------------------------------------------------
@@ -157,6 +160,8 @@ class BatchStage(Stage):
         t0 = time.perf_counter()
         n = batch.num_rows
         alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
+        if self.sources is not None:
+            alive = alive & pc.is_in(batch.column(S.SOURCE), pa.array(sorted(self.sources), pa.string())).to_numpy(zero_copy_only=False)
         alive_idx = np.flatnonzero(alive)
         live = batch.take(pa.array(alive_idx)) if len(alive_idx) < n else batch
         if len(alive_idx):

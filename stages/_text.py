@@ -55,11 +55,25 @@ def texts_of(batch: pa.Table, column: str = "text") -> pa.Array:
     return pc.fill_null(col, "")
 
 
+def text_list(batch: pa.Table, column: str = "text") -> list[str]:
+    """The batch's texts as Python strings (nulls as ``""``).
+
+    Per-document aggregates (``str.count``, ``len``) are single C calls per document
+    and cheaper in Python than through Arrow kernels; per-word and per-line work is
+    done on arrays."""
+    return [t if t is not None else "" for t in batch.column(column).to_pylist()]
+
+
 def lengths(arr: pa.Array) -> np.ndarray:
     """Code-point length of every string (nulls count 0), as int64."""
     if len(arr) == 0:
         return np.zeros(0, dtype=np.int64)
     return pc.fill_null(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.int64)
+
+
+def py_counts(values: Sequence[str], fn) -> np.ndarray:
+    """``fn(v)`` for every value, as int64 (for ``str`` methods like ``str.count``)."""
+    return np.fromiter((fn(v) for v in values), dtype=np.int64, count=len(values))
 
 
 def as_bool(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
@@ -232,3 +246,193 @@ def fmt(value: float) -> str:
     if isinstance(value, (int, np.integer)) or float(value).is_integer():
         return str(int(value))
     return f"{float(value):.4g}"
+
+
+def first_failure(fails: Sequence[tuple[str, np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, list[str | None]]:
+    """Keep mask and reasons from per-rule failure masks, checked in the given order:
+    a document dropped by an earlier rule is reported under that rule, with the
+    measured value as detail (``"mean_word_length|2.5"``)."""
+    keep = np.ones(n, dtype=bool)
+    reasons: list[str | None] = [None] * n
+    for rule, failed, value in fails:
+        new = failed & keep
+        for i in np.flatnonzero(new):
+            reasons[i] = f"{rule}|{fmt(value[i])}"
+        keep &= ~failed
+    return keep, reasons
+
+
+def split_lines_py(texts: Sequence[str], *, sep: str | None = None, strip: str | None = None,
+                   drop_blank: bool = False) -> Pieces:
+    """Lines of every text as pieces. ``sep=None`` is ``str.splitlines()``, otherwise
+    ``str.split(sep)``. ``strip``: ``"both"``, ``"right"`` or ``None``. ``drop_blank``
+    removes lines that are empty after stripping surrounding whitespace."""
+    flat: list[str] = []
+    counts = np.zeros(len(texts), dtype=np.int64)
+    for i, t in enumerate(texts):
+        lines = t.splitlines() if sep is None else t.split(sep)
+        if strip == "both":
+            lines = [x.strip() for x in lines]
+        elif strip == "right":
+            lines = [x.rstrip() for x in lines]
+        if drop_blank:
+            lines = [x for x in lines if x and not x.isspace()]
+        counts[i] = len(lines)
+        flat.extend(lines)
+    parent = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+    return Pieces(pa.array(flat, pa.string()), parent, len(texts))
+
+
+SPACE, ALNUM, ALPHA = 1, 2, 4
+
+
+class CharTable:
+    """Character classes (``str.isspace``/``isalnum``/``isalpha``) and simple lower-case
+    mapping for code points, as lookup tables. Built once per stage instance (~40 ms);
+    code points beyond the BMP are classified on the fly (they are rare)."""
+
+    def __init__(self) -> None:
+        cls = np.zeros(0x10000, dtype=np.uint8)
+        low = np.arange(0x10000, dtype=np.uint32)
+        for c in range(0x10000):
+            if 0xD800 <= c < 0xE000:
+                continue
+            ch = chr(c)
+            cls[c] = _classify(ch)
+            lo = ch.lower()
+            if len(lo) == 1:
+                low[c] = ord(lo)
+        self.cls = cls
+        self.low = low
+
+    def classes(self, cp: np.ndarray) -> np.ndarray:
+        out = self.cls[np.minimum(cp, 0xFFFF)]
+        astral = cp > 0xFFFF
+        if astral.any():
+            uniq, inv = np.unique(cp[astral], return_inverse=True)
+            vals = np.array([_classify(chr(int(c))) for c in uniq], dtype=np.uint8)
+            out[astral] = vals[inv]
+        return out
+
+    def lower(self, cp: np.ndarray) -> np.ndarray:
+        out = self.low[np.minimum(cp, 0xFFFF)]
+        astral = cp > 0xFFFF
+        if astral.any():
+            out[astral] = [ord(chr(int(c)).lower()[0]) for c in cp[astral]]
+        return out
+
+
+def _classify(ch: str) -> int:
+    return (SPACE if ch.isspace() else 0) | (ALNUM if ch.isalnum() else 0) | (ALPHA if ch.isalpha() else 0)
+
+
+@dataclass
+class Tokens:
+    """Whitespace tokens of a batch of texts, found on the code-point array of the whole
+    batch (``str.split()`` semantics), without a Python object per token."""
+
+    n_docs: int
+    cp: np.ndarray        # uint32 code points of all texts, one "\\n" between texts
+    cls: np.ndarray       # uint8 class bits per code point
+    doc: np.ndarray       # per token: its document
+    start: np.ndarray     # per token: index of its first code point in ``cp``
+    length: np.ndarray    # per token: code points
+
+    def __len__(self) -> int:
+        return len(self.start)
+
+    def count(self, mask: np.ndarray | None = None) -> np.ndarray:
+        d = self.doc if mask is None else self.doc[mask]
+        return np.bincount(d, minlength=self.n_docs).astype(np.int64)
+
+    def total(self, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+        if mask is not None:
+            return np.bincount(self.doc[mask], weights=weights[mask], minlength=self.n_docs)
+        return np.bincount(self.doc, weights=weights, minlength=self.n_docs)
+
+    def cores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per token: core start, core length (0 for symbol tokens) and whether the core
+        has a letter. The core drops leading/trailing characters that are not
+        ``str.isalnum()``."""
+        n = len(self.start)
+        end = self.start + self.length
+        core_start = np.zeros(n, dtype=np.int64)
+        core_len = np.zeros(n, dtype=np.int64)
+        if n == 0:
+            return core_start, core_len, np.zeros(0, dtype=bool)
+        alnum = (self.cls & ALNUM) != 0
+        alnum_pos = np.flatnonzero(alnum)
+        cum = np.zeros(len(self.cls) + 1, dtype=np.int64)
+        np.cumsum(alnum, out=cum[1:])
+        lo = cum[self.start]          # alnums before the token = index of its first one
+        hi = cum[end]
+        has = hi > lo
+        core_start[has] = alnum_pos[lo[has]]
+        core_len[has] = alnum_pos[hi[has] - 1] - core_start[has] + 1
+        np.cumsum((self.cls & ALPHA) != 0, out=cum[1:])
+        has_alpha = cum[end] > cum[self.start]
+        return core_start, core_len, has_alpha
+
+    def hashes(self) -> np.ndarray:
+        """64-bit hash of each token's exact text (equal tokens, equal hashes)."""
+        n = len(self.start)
+        if n == 0:
+            return np.zeros(0, dtype=np.uint64)
+        m = len(self.cp)
+        marks = np.zeros(m, dtype=np.int64)
+        marks[self.start] = self.start
+        pos = np.arange(m, dtype=np.int64) - np.maximum.accumulate(marks)
+        with np.errstate(over="ignore"):
+            v = mix64(self.cp.astype(np.uint64) * _GOLDEN + pos.astype(np.uint64))
+        v[(self.cls & SPACE) != 0] = 0
+        return np.bitwise_xor.reduceat(v, self.start)
+
+    def span_hashes(self, starts: np.ndarray, lens: np.ndarray, table: CharTable, max_len: int) -> np.ndarray:
+        """Hash of the lower-cased code points ``cp[start:start+len]`` for spans of at
+        most ``max_len`` code points (longer spans hash to 0)."""
+        h = np.zeros(len(starts), dtype=np.uint64)
+        ok = (lens > 0) & (lens <= max_len)
+        s, ln = starts[ok], lens[ok]
+        acc = np.zeros(len(s), dtype=np.uint64)
+        with np.errstate(over="ignore"):
+            for j in range(max_len):
+                live = j < ln
+                if not live.any():
+                    break
+                cpj = table.lower(self.cp[s[live] + j]).astype(np.uint64)
+                acc[live] ^= mix64(cpj * _GOLDEN + np.uint64(j + 1))
+            acc ^= mix64(ln.astype(np.uint64) + np.uint64(0x51))
+        h[ok] = acc
+        return h
+
+
+def string_span_hash(s: str) -> int:
+    """The :meth:`Tokens.span_hashes` value of an already lower-cased string."""
+    cp = np.frombuffer(s.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
+    acc = np.uint64(0)
+    with np.errstate(over="ignore"):
+        for j, c in enumerate(cp):
+            acc ^= mix64(np.array([c * _GOLDEN + np.uint64(j + 1)], dtype=np.uint64))[0]
+        acc ^= mix64(np.array([len(cp) + 0x51], dtype=np.uint64))[0]
+    return int(acc)
+
+
+def tokenize(texts: Sequence[str], table: CharTable) -> Tokens:
+    """Whitespace tokens of ``texts`` (``str.split()``)."""
+    n = len(texts)
+    joined = "\n".join(texts)
+    cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+    cls = table.classes(cp) if len(cp) else np.zeros(0, dtype=np.uint8)
+    lens = py_counts(texts, len)
+    doc_start = np.zeros(n, dtype=np.int64)
+    if n > 1:
+        np.cumsum(lens[:-1] + 1, out=doc_start[1:])
+    ns = (cls & SPACE) == 0
+    if len(ns):
+        starts = np.flatnonzero(ns & ~np.r_[False, ns[:-1]])
+        ends = np.flatnonzero(ns & ~np.r_[ns[1:], False]) + 1
+    else:
+        starts = ends = np.zeros(0, dtype=np.int64)
+    doc = np.searchsorted(doc_start, starts, side="right") - 1
+    return Tokens(n_docs=n, cp=cp, cls=cls, doc=doc.astype(np.int64), start=starts.astype(np.int64),
+                  length=(ends - starts).astype(np.int64))

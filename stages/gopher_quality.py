@@ -30,7 +30,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
@@ -96,19 +95,27 @@ class GopherQuality(FilterStage):
     name = "gopher_quality"
     Config = GopherQualityConfig
 
+    _chars: T.CharTable | None = None          # set in setup()
+    _stop_hashes: np.ndarray | None = None
+
+    def setup(self) -> None:
+        self._chars = T.CharTable()
+        self._stop_hashes = np.array(sorted({T.string_span_hash(w.lower()) for w in self.config.stop_words}),
+                                     dtype=np.uint64)
+
     def keep(self, batch: pa.Table):
         cfg: GopherQualityConfig = self.config
-        texts = T.texts_of(batch)
+        self.ensure_setup()
+        texts = T.text_list(batch)
         n = len(texts)
-        words = T.split_words(texts)
-        cores = T.word_cores(words.values)
-        core_len = T.lengths(cores)
+        toks = T.tokenize(texts, self._chars)
+        core_start, core_len, has_alpha = toks.cores()
         is_word = core_len > 0
-        n_words = words.count(is_word)
+        n_words = toks.count(is_word)
         safe_words = np.maximum(n_words, 1)
-        mean_len = words.total(core_len.astype(np.float64), is_word) / safe_words
+        mean_len = toks.total(core_len.astype(np.float64), is_word) / safe_words
 
-        fails: list[tuple[str, np.ndarray, np.ndarray]] = []  # (rule, failed, value)
+        fails: list[tuple[str, np.ndarray, np.ndarray]] = []
         wc_fail = np.zeros(n, dtype=bool)
         if cfg.min_words is not None:
             wc_fail |= n_words < cfg.min_words
@@ -121,54 +128,48 @@ class GopherQuality(FilterStage):
             ml_fail |= mean_len < cfg.min_mean_word_length
         if cfg.max_mean_word_length is not None:
             ml_fail |= mean_len > cfg.max_mean_word_length
-        ml_fail &= n_words > 0
-        fails.append(("mean_word_length", ml_fail, mean_len))
+        fails.append(("mean_word_length", ml_fail & (n_words > 0), mean_len))
 
         if cfg.max_hash_ratio is not None:
-            r = T.as_int(pc.count_substring(texts, "#")) / safe_words
+            r = T.py_counts(texts, lambda t: t.count("#")) / safe_words
             fails.append(("hash_ratio", r > cfg.max_hash_ratio, r))
         if cfg.max_ellipsis_ratio is not None:
-            cnt = T.as_int(pc.count_substring(texts, "...")) + T.as_int(pc.count_substring(texts, "…"))
-            r = cnt / safe_words
+            r = T.py_counts(texts, lambda t: t.count("...") + t.count("\u2026")) / safe_words
             fails.append(("ellipsis_ratio", r > cfg.max_ellipsis_ratio, r))
 
         if cfg.max_bullet_lines is not None or cfg.max_ellipsis_lines is not None:
-            lines = T.split_lines(texts)
-            n_lines = np.maximum(lines.count(), 1)
+            bullets = tuple(cfg.bullet_chars)
+            n_lines = np.zeros(n, dtype=np.int64)
+            n_bullet = np.zeros(n, dtype=np.int64)
+            n_ell = np.zeros(n, dtype=np.int64)
+            for i, t in enumerate(texts):
+                lines = t.splitlines()
+                n_lines[i] = len(lines)
+                n_bullet[i] = sum(1 for x in lines if x.lstrip().startswith(bullets))
+                n_ell[i] = sum(1 for x in lines if x.rstrip().endswith(("...", "\u2026")))
+            safe_lines = np.maximum(n_lines, 1)
             if cfg.max_bullet_lines is not None:
-                pat = f"^[{T.WS_CLASS}]*{T.char_class(cfg.bullet_chars)}"
-                bullet = T.as_bool(pc.match_substring_regex(lines.values, pat)) if len(lines) else np.zeros(0, bool)
-                r = lines.count(bullet) / n_lines
+                r = n_bullet / safe_lines
                 fails.append(("bullet_lines", r > cfg.max_bullet_lines, r))
             if cfg.max_ellipsis_lines is not None:
-                pat = f"(?:\\.\\.\\.|…)[{T.WS_CLASS}]*$"
-                ell = T.as_bool(pc.match_substring_regex(lines.values, pat)) if len(lines) else np.zeros(0, bool)
-                r = lines.count(ell) / n_lines
+                r = n_ell / safe_lines
                 fails.append(("ellipsis_lines", r > cfg.max_ellipsis_lines, r))
 
         if cfg.min_alpha_words is not None:
-            alpha = T.as_bool(pc.match_substring_regex(cores, r"\p{L}")) if len(cores) else np.zeros(0, bool)
-            r = words.count(alpha & is_word) / safe_words
+            r = toks.count(has_alpha & is_word) / safe_words
             fails.append(("alpha_words", (r < cfg.min_alpha_words) & (n_words > 0), r))
 
         if cfg.min_stop_words is not None:
-            if len(cores):
-                stop = T.as_bool(pc.is_in(pc.utf8_lower(cores), value_set=pa.array(list(cfg.stop_words), pa.string())))
-            else:
-                stop = np.zeros(0, bool)
-            c = words.count(stop)
+            max_len = max((len(w) for w in cfg.stop_words), default=0)
+            cand = is_word & (core_len <= max_len)
+            h = toks.span_hashes(core_start[cand], core_len[cand], self._chars, max_len)
+            c = toks.count(_scatter_mask(cand, np.isin(h, self._stop_hashes)))
             fails.append(("stop_words", c < cfg.min_stop_words, c))
 
-        return _first_failure(fails, n)
+        return T.first_failure(fails, n)
 
 
-def _first_failure(fails: list[tuple[str, np.ndarray, np.ndarray]], n: int):
-    """Keep mask and reasons (``rule|value``) from per-rule failure masks in rule order."""
-    keep = np.ones(n, dtype=bool)
-    reasons: list[str | None] = [None] * n
-    for rule, failed, value in fails:
-        new = failed & keep
-        for i in np.flatnonzero(new):
-            reasons[i] = f"{rule}|{T.fmt(value[i])}"
-        keep &= ~failed
-    return keep, reasons
+def _scatter_mask(where: np.ndarray, values: np.ndarray) -> np.ndarray:
+    out = np.zeros(len(where), dtype=bool)
+    out[where] = values
+    return out

@@ -55,6 +55,10 @@ def ray_cluster(tmp_path_factory):
     env = dict(os.environ)
     env["PATH"] = f"{ray_bin.parent}{os.pathsep}{env.get('PATH', '')}"
     env.pop("RAY_ADDRESS", None)
+    for key, value in {"RAY_AUTH_MODE": "disabled",  # loopback-only test cluster
+                       "RAY_USAGE_STATS_ENABLED": "0", "RAY_DATA_USAGE_DISABLED": "1"}.items():
+        env[key] = value
+        os.environ[key] = value
     cmd = [
         str(ray_bin), "start", "--head", "--num-cpus=2", f"--port={port}",
         "--dashboard-host=127.0.0.1", f"--dashboard-port={dash}", "--include-dashboard=true",
@@ -65,8 +69,35 @@ def ray_cluster(tmp_path_factory):
     try:
         yield info
     finally:
-        subprocess.run([str(ray_bin), "stop", "--force"], env=env, capture_output=True, timeout=120)
+        _stop_cluster(str(temp))
         shutil.rmtree(temp, ignore_errors=True)
+
+
+def _stop_cluster(temp: str) -> None:
+    """Stop only this session's Ray processes (`ray stop` would stop every Ray here)."""
+    import signal
+    import time
+
+    def ours() -> list[int]:
+        pids = []
+        for d in Path("/proc").iterdir():
+            if d.name.isdigit():
+                try:
+                    if temp.encode() in (d / "cmdline").read_bytes():
+                        pids.append(int(d.name))
+                except OSError:
+                    pass
+        return pids
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in ours():
+            try:
+                os.kill(pid, sig)
+            except OSError:
+                pass
+        deadline = time.time() + 10
+        while ours() and time.time() < deadline:
+            time.sleep(0.2)
 
 
 @pytest.fixture(scope="session")

@@ -31,7 +31,7 @@ import numpy as np
 import yaml
 
 from datapipe.errors import DatapipeError, SpecError
-from trainer_bridge.order import Interleave, epoch_keys, permute, rational_weights
+from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
 from trainer_bridge.shards import SourceManifest, TokenStream, load_manifest
 
 log = logging.getLogger(__name__)
@@ -140,12 +140,13 @@ def position_ids(tokens: np.ndarray, eos_id: int) -> np.ndarray:
     after every EOS, counting up inside a document. Document starts are where it is 0, so
     ``cu_seqlens`` for variable-length attention are ``flatnonzero(pos.ravel() == 0)``."""
     t = tokens.shape[-1]
-    idx = np.broadcast_to(np.arange(t, dtype=np.int64), tokens.shape)
-    start = np.zeros(tokens.shape, dtype=bool)
-    start[..., 0] = True
-    start[..., 1:] = tokens[..., :-1] == eos_id
-    last = np.maximum.accumulate(np.where(start, idx, 0), axis=-1)
-    return idx - last
+    flat = tokens.reshape(-1, t)
+    start = np.empty(flat.shape, dtype=bool)
+    start[:, 0] = True
+    np.equal(flat[:, :-1], eos_id, out=start[:, 1:])
+    starts = np.flatnonzero(start)  # every row starts a segment, so segments never span rows
+    lengths = np.diff(starts, append=flat.size)
+    return (np.arange(flat.size, dtype=np.int64) - np.repeat(starts, lengths)).reshape(tokens.shape)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -219,6 +220,15 @@ class MixPlan:
         self.weights = tuple(rational_weights([s.weight for s in spec.sources]))
         self.interleave = Interleave(self.weights)
         self.n_windows = tuple((st.n_tokens - 1) // spec.seq_len for st in streams)
+        self._nw = np.array(self.n_windows, dtype=np.int64)
+        self._half = np.array([half_bits(n) for n in self.n_windows], dtype=np.uint64)
+        self._key_cache: dict[tuple[int, int], np.ndarray] = {}
+        # All shards of all sources in one address space: one vectorised lookup per batch.
+        self._base = np.cumsum([0] + [st.n_tokens for st in streams[:-1]]).astype(np.int64)
+        self._maps = [m for st in streams for m in st._maps]
+        sizes = np.array([m.shape[0] for m in self._maps], dtype=np.int64)
+        self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
+        self._sizes = sizes
         self.eos_id = manifests[0].eos_id
         self.vocab_size = manifests[0].vocab_size
         self.dtype = np.dtype("<i4") if any(m.dtype == "int32" for m in manifests) else np.dtype("<u2")
@@ -235,37 +245,54 @@ class MixPlan:
     def sample(self, n: int) -> tuple[str, int]:
         """``(source name, window index)`` of global sample ``n``; the window covers stream
         tokens ``[window * seq_len, window * seq_len + seq_len + 1)``."""
-        s, k = self.interleave.at(n)
-        return self.names[s], self._windows(s, np.array([k]))[0]
+        src, win = self.locate(n, 1)
+        return self.names[int(src[0])], int(win[0])
 
-    def _windows(self, s: int, k: np.ndarray) -> np.ndarray:
-        nw = self.n_windows[s]
-        epoch, pos = np.divmod(k, nw)
-        out = np.empty(k.shape, dtype=np.int64)
-        for e in np.unique(epoch):
-            sel = epoch == e
-            out[sel] = permute(pos[sel], nw, epoch_keys(self.seed, self.names[s], int(e)))
-        return out
+    def _epoch_keys(self, s: int, epoch: int) -> np.ndarray:
+        key = (s, epoch)
+        got = self._key_cache.get(key)
+        if got is None:
+            if len(self._key_cache) > 4 * len(self.names) + 64:  # bounded: a few epochs per source
+                self._key_cache.clear()
+            got = self._key_cache[key] = epoch_keys(self.seed, self.names[s], epoch)
+        return got
 
     def locate(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Source index and window index of samples ``[n0, n0 + count)``."""
-        src, k = self.interleave.run(n0, count)
-        win = np.empty(count, dtype=np.int64)
-        for s in np.unique(src):
-            sel = src == s
-            win[sel] = self._windows(int(s), k[sel])
-        return src, win
+        src, k, first, end = self.interleave.run_counts(n0, count)
+        nw = self._nw[src]
+        epoch, pos = np.divmod(k, nw)
+        table = np.zeros((FEISTEL_ROUNDS, len(self.names)), dtype=np.uint64)
+        spans = []
+        for s, (a, b) in enumerate(zip(first, end)):
+            if b > a:  # draws a..b-1 of source s are in this range
+                e0, e1 = a // self.n_windows[s], (b - 1) // self.n_windows[s]
+                table[:, s] = self._epoch_keys(s, e0)
+                if e1 != e0:
+                    spans.append((s, e0, e1))
+        keys = table[:, src]
+        for s, e0, e1 in spans:  # a source crossed an epoch boundary inside this range
+            for e in range(e0 + 1, e1 + 1):
+                keys[:, (src == s) & (epoch == e)] = self._epoch_keys(s, e)[:, None]
+        return src, permute_many(pos, nw, self._half[src], keys)
 
     def read(self, n0: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
         """Tokens of samples ``[n0, n0 + count)`` as a ``[count, seq_len + 1]`` array."""
-        width = self.seq_len + 1
         if out is None:
-            out = np.empty((count, width), dtype=self.dtype)
+            out = np.empty((count, self.seq_len + 1), dtype=self.dtype)
         src, win = self.locate(n0, count)
-        starts = win * self.seq_len
-        streams = self.streams
-        for i in range(count):
-            streams[src[i]].read_into(out[i], int(starts[i]))
+        width = self.seq_len + 1
+        gstart = self._base[src] + win * self.seq_len
+        shard = np.searchsorted(self._offsets, gstart, side="right") - 1
+        local = gstart - self._offsets[shard]
+        fits = local + width <= self._sizes[shard]
+        maps = self._maps
+        for i, (j, a, ok) in enumerate(zip(shard.tolist(), local.tolist(), fits.tolist())):
+            if ok:
+                out[i] = maps[j][a:a + width]
+            else:  # crosses into the next shard of the same source
+                s = int(src[i])
+                self.streams[s].read_into(out[i], int(win[i]) * self.seq_len)
         return out
 
     def counts_at(self, n: int) -> list[int]:
@@ -348,6 +375,7 @@ def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *,
     if len(manifests) != len(weights):
         raise SpecError(f"mix new: {len(manifests)} manifests but {len(weights)} weights; give one weight each")
     base = out.parent
+    base.mkdir(parents=True, exist_ok=True)  # so that relative paths through it resolve
     rel = [os.path.relpath(Path(m).resolve(), base.resolve()) for m in manifests]
     if token_budget is None:
         total = sum(load_manifest(m).total_tokens for m in manifests)
@@ -360,7 +388,6 @@ def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *,
     doc = {"name": spec.name, "seq_len": seq_len, "token_budget": token_budget, "seed": seed,
            "max_epochs": max_epochs, "warn_epochs": warn_epochs,
            "sources": [{"manifest": r, "weight": w} for r, w in zip(rel, weights)]}
-    base.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(out.name + ".tmp")
     tmp.write_text("# written by `datapipe mix new`; manifest paths are relative to this file\n"
                    + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

@@ -36,7 +36,7 @@ FEISTEL_ROUNDS = 6
 _M64 = (1 << 64) - 1
 _C0 = np.uint64(0x9E3779B97F4A7C15)
 _C1 = np.uint64(0xBF58476D1CE4E5B9)
-_C2 = np.uint64(0x94D049BB133111EB)
+_S32, _S29 = np.uint64(32), np.uint64(29)
 
 
 def rational_weights(weights: Sequence[float | int | str | Fraction], *, max_denominator: int = 1_000_000
@@ -91,7 +91,13 @@ class Interleave:
 
     def run(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray]:
         """Samples ``[n0, n0 + count)``: arrays of source index and per-source draw index."""
+        src, k, _, _ = self.run_counts(n0, count)
+        return src, k
+
+    def run_counts(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+        """``run`` plus each source's draw count before and after the range."""
         c = self.counts_at(n0)
+        start = list(c)
         heap = [((2 * c[s] + 1) * self.M[s], s) for s in range(self.S)]
         heapq.heapify(heap)
         src = np.empty(count, dtype=np.int64)
@@ -103,7 +109,7 @@ class Interleave:
             k[i] = c[s]
             c[s] += 1
             heapq.heapreplace(heap, (key + 2 * M[s], s))
-        return src, k
+        return src, k, start, c
 
 
 def epoch_keys(seed: int, source: str, epoch: int, rounds: int = FEISTEL_ROUNDS) -> np.ndarray:
@@ -113,43 +119,74 @@ def epoch_keys(seed: int, source: str, epoch: int, rounds: int = FEISTEL_ROUNDS)
 
 
 def _mix(z: np.ndarray) -> np.ndarray:
-    z = z * _C0
-    z ^= z >> np.uint64(30)
+    """A 64-bit finaliser (multiply / xor-shift), in place; wraps modulo 2^64."""
+    z *= _C0
+    z ^= z >> _S32
     z *= _C1
-    z ^= z >> np.uint64(27)
-    z *= _C2
-    z ^= z >> np.uint64(31)
+    z ^= z >> _S29
     return z
 
 
-def _half_bits(n: int) -> int:
-    bits = max(2, (n - 1).bit_length())
-    return (bits + 1) // 2
-
-
-def _feistel(x: np.ndarray, half: int, keys: np.ndarray) -> np.ndarray:
-    mask = np.uint64((1 << half) - 1)
-    sh = np.uint64(half)
-    left, right = x >> sh, x & mask
+def _feistel(x: np.ndarray, half: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """One pass of the balanced Feistel network over ``2 * half`` bits (``half`` and the
+    ``[rounds, len(x)]`` keys may differ per element: several sources in one call)."""
+    mask = (np.uint64(1) << half) - np.uint64(1)
+    left, right = x >> half, x & mask
     for key in keys:
-        left, right = right, left ^ (_mix(right ^ key) & mask)
-    return (left << sh) | right
+        t = _mix(right ^ key)
+        t &= mask
+        t ^= left
+        left, right = right, t
+    left <<= half
+    left |= right
+    return left
+
+
+def _feistel_scalar(x: int, half: int, keys: list[int]) -> int:
+    """``_feistel`` for one element in Python integers (bit-identical; cheaper for stragglers)."""
+    mask = (1 << half) - 1
+    left, right = x >> half, x & mask
+    for key in keys:
+        z = ((right ^ key) * 0x9E3779B97F4A7C15) & _M64
+        z ^= z >> 32
+        z = (z * 0xBF58476D1CE4E5B9) & _M64
+        z ^= z >> 29
+        left, right = right, left ^ (z & mask)
+    return (left << half) | right
+
+
+def permute_many(positions: np.ndarray, n: np.ndarray, half: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """Element ``i``: ``positions[i]`` through the bijection of ``[0, n[i])`` keyed by ``keys[:, i]``
+    (``half[i] = half_bits(n[i])``). Vectorised over elements of different sources and epochs;
+    no permutation array is ever built."""
+    pos = np.asarray(positions, dtype=np.uint64)
+    if pos.size == 0:
+        return np.zeros(0, dtype=np.int64)
+    bound = np.asarray(n, dtype=np.uint64)
+    half = np.asarray(half, dtype=np.uint64)
+    out = _feistel(pos, half, keys)
+    todo = np.flatnonzero(out >= bound)
+    while todo.size > 8:  # cycle-walking: expected < 4 passes since 2^(2*half) < 4n
+        out[todo] = _feistel(out[todo], half[todo], keys[:, todo])
+        todo = todo[out[todo] >= bound[todo]]
+    for i in todo.tolist():  # the last few stragglers: cheaper one by one
+        x, h, nb, ks = int(out[i]), int(half[i]), int(bound[i]), [int(k) for k in keys[:, i]]
+        while x >= nb:
+            x = _feistel_scalar(x, h, ks)
+        out[i] = x
+    return out.astype(np.int64)
+
+
+def half_bits(n: int) -> int:
+    """Half the bit width of the Feistel domain for ``n`` windows: ``n <= 2^(2*half) < 4n``."""
+    if not 1 <= n <= 1 << 62:
+        raise ValueError(f"window count {n} must be in [1, 2^62]")
+    return (max(2, (n - 1).bit_length()) + 1) // 2
 
 
 def permute(positions: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
-    """Bijection of ``[0, n)`` applied to ``positions`` (vectorised; no permutation array)."""
-    if n <= 0:
-        raise ValueError("n must be positive")
+    """Bijection of ``[0, n)`` applied to ``positions`` (one source, one epoch)."""
     pos = np.asarray(positions, dtype=np.uint64)
-    if n == 1:
-        return np.zeros(pos.shape, dtype=np.int64)
-    if n > 1 << 62:
-        raise ValueError("n too large")
-    half = _half_bits(n)
-    out = _feistel(pos, half, keys)
-    bound = np.uint64(n)
-    todo = np.nonzero(out >= bound)[0]
-    while todo.size:  # cycle-walking: expected < 4 rounds since 2^(2*half) < 4n
-        out[todo] = _feistel(out[todo], half, keys)
-        todo = todo[out[todo] >= bound]
-    return out.astype(np.int64)
+    h = half_bits(n)
+    keys = np.broadcast_to(np.asarray(keys, dtype=np.uint64)[:, None], (len(keys), pos.size))
+    return permute_many(pos, np.full(pos.shape, n, dtype=np.uint64), np.full(pos.shape, h, dtype=np.uint64), keys)

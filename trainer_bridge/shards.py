@@ -232,14 +232,15 @@ class TokenStream:
             if verify_hashes:
                 _check_hash(s.bin_path, s.bin_hash, f"shard {s.name} (.bin)")
                 _check_hash(s.idx_path, s.idx_hash, f"shard {s.name} (.idx)")
-            if s.tokens:
-                maps.append(np.memmap(s.bin_path, dtype=self.dtype, mode="r", shape=(s.tokens,)))
+            if s.tokens:  # a plain ndarray view of the map: slicing it skips np.memmap's per-slice overhead
+                maps.append(np.memmap(s.bin_path, dtype=self.dtype, mode="r", shape=(s.tokens,)).view(np.ndarray))
             else:
                 maps.append(np.empty(0, dtype=self.dtype))
         self._maps = maps
         # offsets[i] = first stream position of shard i; offsets[-1] = total tokens.
         self._offsets = np.zeros(len(maps) + 1, dtype=np.int64)
         np.cumsum([m.shape[0] for m in maps], out=self._offsets[1:])
+        self._sizes = np.diff(self._offsets)
         self.n_tokens = int(self._offsets[-1])
         log.debug("opened %s: %d shards, %d tokens", manifest.source, len(maps), self.n_tokens)
 
@@ -271,3 +272,20 @@ class TokenStream:
             done += take
             i += 1
             local = 0
+
+    def read_rows(self, out: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
+        """``out[rows[i]] = tokens[starts[i] : starts[i] + out.shape[1]]`` for every ``i`` (the
+        batched path: shard lookup vectorised, one slice copy per row)."""
+        width = out.shape[1]
+        starts = np.asarray(starts, dtype=np.int64)
+        if starts.size and (starts.min() < 0 or starts.max() + width > self.n_tokens):
+            raise IndexError(f"{self.source}: a read of {width} tokens falls outside [0, {self.n_tokens})")
+        shard = np.searchsorted(self._offsets, starts, side="right") - 1
+        local = starts - self._offsets[shard]
+        fits = local + width <= self._sizes[shard]
+        maps = self._maps
+        for r, j, a, ok, st in zip(rows.tolist(), shard.tolist(), local.tolist(), fits.tolist(), starts.tolist()):
+            if ok:
+                out[r] = maps[j][a:a + width]
+            else:  # the window crosses into the next shard(s)
+                self.read_into(out[r], st)

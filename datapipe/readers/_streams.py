@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import gzip
 import io
-import os
 import zlib
 from typing import BinaryIO
 
@@ -33,13 +32,15 @@ class FileCorrupt(Exception):
     """A whole file (or the rest of it) cannot be read; becomes one reject row or a
     :class:`~datapipe.errors.CorruptInputError`, per ``on_error``.
 
-    ``reason`` is the rule name without the ``read:`` prefix (``truncated_gzip``).
+    ``reason`` is the rule name without the ``read:`` prefix (``truncated_gzip``);
+    ``offset``, when known, is where the damage starts (a reader may resume after it).
     """
 
-    def __init__(self, reason: str, detail: str) -> None:
+    def __init__(self, reason: str, detail: str, offset: int | None = None) -> None:
         super().__init__(f"{reason}: {detail}")
         self.reason = reason
         self.detail = detail
+        self.offset = offset
 
 
 def compression_of(path: str) -> str | None:
@@ -165,7 +166,3 @@ def read_upto(stream, limit: int) -> bytes:
         parts.append(b)
         got += len(b)
     return b"".join(parts)
-
-
-def file_size(path: str) -> int:
-    return os.stat(path).st_size

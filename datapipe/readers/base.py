@@ -79,15 +79,14 @@ class ReadSplit:
     files: tuple[InputFile, ...]
     start: int = 0
     end: int | None = None
+    nbytes: int | None = None  # on-disk bytes this split covers, set by plan()
 
     @property
     def num_bytes(self) -> int:
-        """Approximate input bytes (for scheduling and progress)."""
-        if len(self.files) == 1 and (self.start or self.end is not None):
-            f = self.files[0]
-            if self.end is not None and self.end <= f.size and self.start <= f.size:
-                return max(0, min(self.end, f.size) - self.start)
-            return f.size
+        """Approximate input bytes (for scheduling and progress): ``nbytes`` when the
+        plan set it, else the files' sizes."""
+        if self.nbytes is not None:
+            return self.nbytes
         return sum(f.size for f in self.files)
 
 
@@ -96,7 +95,7 @@ class Rec(NamedTuple):
 
     key: str  # native id or locator; hashed into the id
     origin: str
-    text: str | None = None
+    text: str | bytes | None = None  # bytes: already-validated UTF-8
     raw: bytes | None = None
     url: str | None = None
     reason: str | None = None  # rule name without "read:"; None = a document
@@ -148,24 +147,31 @@ class _Rows:
             return self._table([_sanitized(r) for r in recs])
 
     def _table(self, recs: list[Rec]) -> pa.Table:
-        src = self.source
-        return S.make_batch(
-            source=src,
-            ids=[S.make_id(src, r.key) for r in recs],
-            texts=[r.text for r in recs],
-            urls=[r.url for r in recs],
-            raws=[r.raw for r in recs],
-            origins=[r.origin for r in recs],
-            reject_reasons=[None if r.reason is None else f"read:{r.reason}" for r in recs],
-            reject_details=[r.detail for r in recs],
-        )
+        if not any(isinstance(r.text, bytes) for r in recs):
+            src = self.source
+            return S.make_batch(
+                source=src,
+                ids=[S.make_id(src, r.key) for r in recs],
+                texts=[r.text for r in recs],
+                urls=[r.url for r in recs],
+                raws=[r.raw for r in recs],
+                origins=[r.origin for r in recs],
+                reject_reasons=[None if r.reason is None else f"read:{r.reason}" for r in recs],
+                reject_details=[r.detail for r in recs],
+            )
+        # Texts handed over as UTF-8 bytes (whole text files): build the column from the
+        # bytes (one copy, validated by Arrow's cast) rather than from Python strings.
+        table = self._table([r._replace(text=None) for r in recs])
+        texts = [r.text.encode("utf-8") if isinstance(r.text, str) else r.text for r in recs]
+        column = pa.array(texts, pa.binary()).cast(pa.string())
+        return table.set_column(table.schema.get_field_index(S.TEXT), S.BASE_SCHEMA.field(S.TEXT), column)
 
 
 def _sanitized(r: Rec) -> Rec:
     url = None if r.url is None else safe_str(r.url)
     origin = safe_str(r.origin)
     detail = None if r.detail is None else safe_str(r.detail)
-    if r.text is not None and safe_str(r.text) is not r.text:
+    if isinstance(r.text, str) and safe_str(r.text) is not r.text:
         return Rec(r.key, origin, url=url, reason="invalid_utf8",
                    detail="text holds a lone surrogate (invalid Unicode escape)")
     return r._replace(url=url, origin=origin, detail=detail)
@@ -244,7 +250,7 @@ class Reader:
         def close_group() -> None:
             nonlocal group, group_bytes
             if group:
-                splits.append(ReadSplit(tuple(group)))
+                splits.append(ReadSplit(tuple(group), nbytes=group_bytes))
             group, group_bytes = [], 0
 
         for f in files:
@@ -256,7 +262,7 @@ class Reader:
                 group_bytes += f.size
             else:
                 close_group()
-                splits.extend(ReadSplit((f,), s, e) for s, e in ranges)
+                splits.extend(ReadSplit((f,), s, e, nbytes=n) for s, e, n in ranges)
         close_group()
         return splits
 
@@ -295,8 +301,9 @@ class Reader:
 
     # ------------------------------------------------------------------ for subclasses
 
-    def _ranges(self, f: InputFile, split_bytes: int) -> list[tuple[int, int | None]] | None:
-        """Ranges to split a file larger than ``split_bytes`` into, or ``None`` (whole)."""
+    def _ranges(self, f: InputFile, split_bytes: int) -> list[tuple[int, int | None, int]] | None:
+        """``(start, end, nbytes)`` ranges to split a file larger than ``split_bytes``
+        into, or ``None`` (read it whole)."""
         return None
 
     def _compression(self, f: InputFile) -> str | None:
@@ -312,11 +319,18 @@ class Reader:
         """
         raise NotImplementedError
 
-    def _too_large(self, n: int) -> str:
-        return f"{n} bytes > max_doc_bytes {self.max_doc_bytes}"
+    def _too_large(self, n: int, *, more: bool = False) -> str:
+        """Reject detail; ``more``: ``n`` is only what was read before giving up."""
+        if more:
+            return f"larger than max_doc_bytes ({self.max_doc_bytes} bytes); not read further"
+        return f"{n} bytes > max_doc_bytes ({self.max_doc_bytes})"
 
 
-def byte_ranges(size: int, split_bytes: int) -> list[tuple[int, int | None]]:
+def byte_ranges(size: int, split_bytes: int) -> list[tuple[int, int | None, int]]:
     """``[0, s), [s, 2s), ..., [ks, None)``: byte ranges of about ``split_bytes``."""
     n = max(1, -(-size // split_bytes))
-    return [(i * split_bytes, (i + 1) * split_bytes if i < n - 1 else None) for i in range(n)]
+    return [
+        (i * split_bytes, (i + 1) * split_bytes if i < n - 1 else None,
+         min(split_bytes, size - i * split_bytes))
+        for i in range(n)
+    ]

@@ -57,18 +57,18 @@ class ParquetReader(Reader):
             md = pq.read_metadata(f.path)
         except (pa.ArrowException, OSError):
             return None  # read() reports the corrupt file
-        ranges: list[tuple[int, int | None]] = []
+        ranges: list[tuple[int, int | None, int]] = []
         first, acc = 0, 0
         for i in range(md.num_row_groups):
             rg = md.row_group(i)
             size = sum(rg.column(j).total_compressed_size for j in range(rg.num_columns))
             if acc and acc + size > split_bytes:
-                ranges.append((first, i))
+                ranges.append((first, i, acc))
                 first, acc = i, 0
             acc += size
         if md.num_row_groups == 0:
             return None
-        ranges.append((first, md.num_row_groups))
+        ranges.append((first, md.num_row_groups, acc))
         return ranges
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[pa.Table]:
@@ -113,8 +113,8 @@ class ParquetReader(Reader):
             text = self._decode(text, reasons, details)
         lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
         nulls = pc.is_null(text).to_numpy(zero_copy_only=False)
-        blank = pc.fill_null(pc.equal(pc.binary_length(pc.utf8_trim_whitespace(text)), 0), False)
-        blank = blank.to_numpy(zero_copy_only=False)
+        blank = pc.fill_null(pc.utf8_is_space(text), False).to_numpy(zero_copy_only=False)
+        blank |= (lengths == 0) & ~nulls
         limit = self.max_doc_bytes
         for i in np.flatnonzero(nulls | blank | (lengths > limit)):
             if reasons[i] is not None:

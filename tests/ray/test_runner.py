@@ -21,7 +21,7 @@ pytestmark = pytest.mark.ray
 DOCS = [
     {"id": f"d{i}", "text": f"Document number {i} talks about rivers, mountains and the weather in spring.", "url": f"https://example.org/{i}"}
     for i in range(40)
-] + [{"id": "short", "text": "tiny"}, {"id": "blank", "text": "   \n  "}]
+] + [{"id": "short", "text": "tiny"}, {"id": "blank", "text": "   \n  "}, {"id": "ctrl", "text": "\u0000\u0001\u200b"}]
 
 
 def _corpus(tmp_path: Path, shared_dir: Path) -> Path:
@@ -95,7 +95,7 @@ def test_run_outputs_accounting_and_rerun(ray_session, tmp_path, shared_dir):
     by_source = {}
     for d in docs:
         by_source.setdefault(d["source"], []).append(d)
-    # good: 42 docs + latin line = 43 records; "tiny" and the blank one are dropped
+    # good: 43 docs + latin line = 44 records; "tiny", the blank and the control-only one are dropped
     assert len(by_source["good"]) == 41
     assert {d["text"] for d in by_source["good"]} >= {DOCS[0]["text"], "café au lait is a drink"}
     assert len(by_source["code"]) == len(list(Path(job.sources[2].root).glob("*.py")))
@@ -104,6 +104,7 @@ def test_run_outputs_accounting_and_rerun(ray_session, tmp_path, shared_dir):
         reasons.setdefault((r["source"], r["reject_reason"]), []).append(r)
     assert len(reasons[("good", "length:too_short")]) == 1
     assert len(reasons[("good", "normalize:empty")]) == 1
+    assert len(reasons[("good", "read:empty")]) == 1
     # corrupt input in "bad": every problem is a counted reject naming what went wrong
     bad_reasons = {reason for (src, reason) in reasons if src == "bad"}
     assert {"read:invalid_utf8", "read:invalid_json", "read:empty_file"} <= bad_reasons

@@ -1,0 +1,171 @@
+"""Per-type precision and recall of the ``pii`` detectors on the labelled set.
+
+Span level and strict: a detection counts as a true positive only when its type and
+its ``[start, end)`` equal a planted value's; any other detection is a false
+positive (and a planted value it only overlaps stays a false negative). Hard
+negatives are scored separately: the share of them no detection touches.
+
+Targets (issue 6): recall >= 0.95 for e-mail, IP, card, IBAN and every secret type,
+>= 0.90 for phones; precision >= 0.95 overall and on the hard negatives.
+
+    python bench/pii_quality.py [--seed N] [--per-type N] [--misses]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import pii_labelled  # noqa: E402
+
+from stages.pii import PII_TYPES, Detector  # noqa: E402
+
+RECALL_TARGETS: dict[str, float] = {
+    "email": 0.95, "ip": 0.95, "phone": 0.90, "card": 0.95, "iban": 0.95, "ssn": 0.95,
+    "api_key": 0.95, "private_key": 0.95, "jwt": 0.95, "password": 0.95,
+}
+PRECISION_TARGET = 0.95
+HARD_NEGATIVE_TARGET = 0.95
+
+
+@dataclass
+class TypeScore:
+    gold: int = 0
+    tp: int = 0
+    fp: int = 0
+
+    @property
+    def fn(self) -> int:
+        return self.gold - self.tp
+
+    @property
+    def precision(self) -> float:
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else 1.0
+
+    @property
+    def recall(self) -> float:
+        return self.tp / self.gold if self.gold else 1.0
+
+
+@dataclass
+class Quality:
+    per_type: dict[str, TypeScore] = field(default_factory=lambda: {t: TypeScore() for t in PII_TYPES})
+    per_format: dict[str, TypeScore] = field(default_factory=lambda: defaultdict(TypeScore))
+    negatives: dict[str, list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))  # kind -> [n, flagged]
+    misses: list[str] = field(default_factory=list)
+    false_positives: list[str] = field(default_factory=list)
+
+    @property
+    def overall(self) -> TypeScore:
+        s = TypeScore()
+        for ts in self.per_type.values():
+            s.gold += ts.gold
+            s.tp += ts.tp
+            s.fp += ts.fp
+        return s
+
+    @property
+    def hard_negative_pass(self) -> float:
+        n = sum(v[0] for v in self.negatives.values())
+        flagged = sum(v[1] for v in self.negatives.values())
+        return 1 - flagged / n if n else 1.0
+
+    def failures(self) -> list[str]:
+        """Targets not met, as readable lines (empty when all are met)."""
+        out = []
+        for t, target in RECALL_TARGETS.items():
+            r = self.per_type[t].recall
+            if r < target:
+                out.append(f"recall of {t} is {r:.3f} < {target}")
+        if self.overall.precision < PRECISION_TARGET:
+            out.append(f"overall precision {self.overall.precision:.3f} < {PRECISION_TARGET}")
+        if self.hard_negative_pass < HARD_NEGATIVE_TARGET:
+            out.append(f"hard negatives left untouched {self.hard_negative_pass:.3f} < {HARD_NEGATIVE_TARGET}")
+        return out
+
+
+def evaluate(docs: list[pii_labelled.Doc], detector: Detector | None = None) -> Quality:
+    """Score ``detector`` (default: every type, default settings) on ``docs``."""
+    detector = detector or Detector()
+    q = Quality()
+    for doc in docs:
+        spans = detector.find(doc.text)
+        gold = {(g.start, g.end, g.type): g for g in doc.gold}
+        hit = set()
+        for sp in spans:
+            key = (sp.start, sp.end, sp.type)
+            if key in gold:
+                hit.add(key)
+                q.per_type[sp.type].tp += 1
+                q.per_format[gold[key].fmt].tp += 1
+            else:
+                q.per_type[sp.type].fp += 1
+                ctx = doc.text[max(0, sp.start - 30):sp.end + 10].replace("\n", "⏎")
+                q.false_positives.append(f"{doc.id} {sp.type}:{sp.info} {doc.text[sp.start:sp.end]!r}  …{ctx}…")
+        for g in doc.gold:
+            q.per_type[g.type].gold += 1
+            q.per_format[g.fmt].gold += 1
+            if (g.start, g.end, g.type) not in hit:
+                got = [f"{s.type}{doc.text[s.start:s.end]!r}" for s in spans if s.start < g.end and s.end > g.start]
+                ctx = doc.text[max(0, g.start - 30):g.end + 10].replace("\n", "⏎")
+                q.misses.append(f"{doc.id} {g.fmt} {doc.text[g.start:g.end]!r} got={got}  …{ctx}…")
+        for n in doc.negatives:
+            rec = q.negatives[n.kind]
+            rec[0] += 1
+            if any(s.start < n.end and s.end > n.start for s in spans):
+                rec[1] += 1
+    return q
+
+
+def format_table(q: Quality) -> str:
+    lines = [f"{'type':<12} {'gold':>5} {'tp':>5} {'fp':>4} {'fn':>4} {'precision':>9} {'recall':>7} {'target':>7}"]
+    for t in PII_TYPES:
+        s = q.per_type[t]
+        lines.append(f"{t:<12} {s.gold:>5} {s.tp:>5} {s.fp:>4} {s.fn:>4} {s.precision:>9.3f} {s.recall:>7.3f} "
+                     f"{'>=' + format(RECALL_TARGETS[t], '.2f'):>7}")
+    o = q.overall
+    lines.append(f"{'overall':<12} {o.gold:>5} {o.tp:>5} {o.fp:>4} {o.fn:>4} {o.precision:>9.3f} {o.recall:>7.3f} "
+                 f"{'P>=' + format(PRECISION_TARGET, '.2f'):>7}")
+    n = sum(v[0] for v in q.negatives.values())
+    flagged = sum(v[1] for v in q.negatives.values())
+    lines.append("")
+    lines.append(f"hard negatives: {n} planted, {flagged} touched by a detection, "
+                 f"{q.hard_negative_pass:.3f} left alone (target >= {HARD_NEGATIVE_TARGET})")
+    kinds = sorted(q.negatives.items())
+    lines.append("  " + ", ".join(f"{k} {v[0] - v[1]}/{v[0]}" for k, v in kinds))
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seed", type=int, default=20240607)
+    ap.add_argument("--per-type", type=int, default=70)
+    ap.add_argument("--misses", action="store_true", help="list every miss and false positive")
+    ap.add_argument("--formats", action="store_true", help="recall per format")
+    args = ap.parse_args(argv)
+    docs = pii_labelled.build(seed=args.seed, per_type=args.per_type)
+    q = evaluate(docs)
+    print(f"labelled set: {len(docs)} documents, seed {args.seed}")
+    print(format_table(q))
+    if args.formats:
+        print()
+        for fmt, s in sorted(q.per_format.items()):
+            print(f"  {fmt:<40} {s.tp:>3}/{s.gold:<3} {s.recall:.2f}")
+    if args.misses:
+        print("\nmisses:")
+        print("\n".join("  " + m for m in q.misses) or "  none")
+        print("false positives:")
+        print("\n".join("  " + m for m in q.false_positives) or "  none")
+    fails = q.failures()
+    print("\ntargets:", "all met" if not fails else "NOT met: " + "; ".join(fails))
+    return 0 if not fails else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,96 @@
+"""``datapipe lm train`` / ``datapipe lm cutoffs`` (wired into :mod:`datapipe.cli` with
+:func:`add_cli`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from datapipe.errors import SpecError
+from datapipe.textnorm import TextNorm
+
+
+def add_textnorm_args(p: argparse.ArgumentParser) -> None:
+    """The normalisation switches shared by ``lm train`` and ``quality train``."""
+    g = p.add_argument_group("text normalisation (recorded in the model card, reused at inference)")
+    g.add_argument("--no-lowercase", action="store_true", help="keep case")
+    g.add_argument("--no-digits", action="store_true", help="keep digits (default: every digit becomes 0)")
+    g.add_argument("--strip-accents", action="store_true", help="remove combining accents (NFD)")
+    g.add_argument("--no-split-punct", action="store_true", help="do not put spaces around punctuation")
+    g.add_argument("--max-chars", type=int, default=0, help="score only the first N characters of a document (0: all)")
+
+
+def textnorm_from_args(args: argparse.Namespace) -> TextNorm:
+    return TextNorm(lowercase=not args.no_lowercase, digits=not args.no_digits,
+                    strip_accents=args.strip_accents, split_punct=not args.no_split_punct,
+                    max_chars=args.max_chars)
+
+
+def _cmd_train(args: argparse.Namespace) -> int:
+    from datapipe.lm.train import train_lm
+
+    card = train_lm(args.input, args.out, order=args.order, language=args.language,
+                    norm=textnorm_from_args(args), text_key=args.text_key,
+                    max_bytes=int(args.max_mb * 1e6), heldout_fraction=args.heldout,
+                    binary=not args.no_binary)
+    summary = {k: card[k] for k in ("model", "binary", "language", "order", "vocab_size", "ngrams",
+                                     "tokens", "heldout", "arpa_bytes", "seconds")}
+    print(json.dumps(summary, indent=2))
+    return 0
+
+
+def _parse_models(items: list[str]) -> dict[str, str]:
+    from datapipe.lm.card import read_card
+
+    models: dict[str, str] = {}
+    for item in items:
+        lang, sep, path = item.partition("=")
+        if not sep:
+            path = item
+            card = read_card(path) or {}
+            lang = card.get("language")
+            if not lang:
+                raise SpecError(f"--model {item}: no language in its card; write it as LANG=PATH")
+        models[lang] = path
+    return models
+
+
+def _cmd_cutoffs(args: argparse.Namespace) -> int:
+    from datapipe.lm.train import compute_cutoffs
+
+    res = compute_cutoffs(_parse_models(args.model), args.input, args.out,
+                          default_language=args.default_language, text_key=args.text_key,
+                          sample=args.sample)
+    print(json.dumps(res, indent=2))
+    return 0
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Add ``lm train`` and ``lm cutoffs`` to the ``datapipe`` command line."""
+    lm = subparsers.add_parser("lm", help="n-gram language models for the perplexity stage")
+    sub = lm.add_subparsers(dest="lm_command", required=True)
+
+    t = sub.add_parser("train", help="estimate a modified Kneser-Ney n-gram LM and write ARPA + card",
+                       description="Inputs are paths or globs ([format:]path; formats text, jsonl, "
+                                   "parquet, warc, html; guessed from the name).")
+    t.add_argument("--input", nargs="+", required=True, help="reference text (e.g. wiki parquet/txt)")
+    t.add_argument("--out", required=True, help="ARPA path to write, e.g. models/lm/en.arpa")
+    t.add_argument("--order", type=int, default=5, help="n-gram order, 2..6 (default 5)")
+    t.add_argument("--language", default="en", help="language of the model, recorded in its card")
+    t.add_argument("--text-key", default="text", help="JSONL field / Parquet column with the text")
+    t.add_argument("--max-mb", type=float, default=0, help="stop reading after this many MB of text (0: all)")
+    t.add_argument("--heldout", type=float, default=0.01,
+                   help="fraction of lines held out to report perplexity in the card (default 0.01)")
+    t.add_argument("--no-binary", action="store_true", help="do not call KenLM's build_binary even if installed")
+    add_textnorm_args(t)
+    t.set_defaults(func=_cmd_train)
+
+    c = sub.add_parser("cutoffs", help="per-language perplexity percentiles (CCNet head/middle/tail cut-offs)")
+    c.add_argument("--model", nargs="+", required=True, help="LANG=PATH or PATH (language from its card)")
+    c.add_argument("--input", nargs="+", required=True, help="sample documents ([format:]path or glob)")
+    c.add_argument("--out", required=True, help="CSV to write, e.g. models/lm/cutoffs.csv")
+    c.add_argument("--default-language", help="language of records without a language field "
+                                                   "(default: the model's, when there is one model)")
+    c.add_argument("--text-key", default="text")
+    c.add_argument("--sample", type=int, default=10_000, help="documents per language (default 10000)")
+    c.set_defaults(func=_cmd_cutoffs)

@@ -1,0 +1,204 @@
+"""``datapipe lm train`` and ``datapipe lm cutoffs``: the functions behind the CLI.
+
+``train_lm`` reads reference text, normalises it (:class:`~datapipe.textnorm.TextNorm`),
+estimates an interpolated modified Kneser-Ney model (:mod:`datapipe.lm.kneser_ney`),
+writes ARPA (+ KenLM binary when ``build_binary`` exists), checks that KenLM loads it,
+scores a held-out slice and writes the model card.
+
+``compute_cutoffs`` scores a sample of documents per language and writes CCNet's
+cut-off table: a CSV whose first column is the percentile 0..100 and whose other
+columns, one per language, are the perplexity at that percentile. The ``perplexity``
+stage reads it to assign ``head``/``middle``/``tail`` buckets.
+"""
+
+from __future__ import annotations
+
+import csv
+import datetime as _dt
+import logging
+import os
+import time
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+import xxhash
+
+from datapipe.errors import SpecError
+from datapipe.lm import arpa, corpus
+from datapipe.lm.card import read_card, write_card
+from datapipe.lm.kneser_ney import check_normalisation, estimate
+from datapipe.lm.score import load_kenlm, perplexities
+from datapipe.textnorm import TextNorm
+
+log = logging.getLogger(__name__)
+
+
+def _is_heldout(line: str, fraction: float) -> bool:
+    return fraction > 0 and xxhash.xxh3_64_intdigest(line.encode("utf-8", "surrogatepass")) % 100_000 < fraction * 100_000
+
+
+def train_lm(
+    inputs: Sequence[str],
+    out: str,
+    *,
+    order: int = 5,
+    language: str = "en",
+    norm: TextNorm | None = None,
+    text_key: str = "text",
+    max_bytes: int = 0,
+    heldout_fraction: float = 0.01,
+    binary: bool = True,
+) -> dict[str, Any]:
+    """Estimate an n-gram LM from ``inputs`` and write ``out`` (ARPA) plus its card.
+    Returns the card."""
+    if not 0.0 <= heldout_fraction < 0.5:
+        raise SpecError(f"lm train: --heldout must be in [0, 0.5), got {heldout_fraction}")
+    norm = norm or TextNorm()
+    t0 = time.perf_counter()
+    train: list[str] = []
+    held: list[str] = []
+    docs = read_bytes = 0
+    for doc in corpus.iter_docs(inputs, text_key=text_key):
+        docs += 1
+        read_bytes += len(doc.text.encode("utf-8", "surrogatepass"))
+        for line in norm.lines(doc.text):
+            (held if _is_heldout(line, heldout_fraction) else train).append(line)
+        if max_bytes and read_bytes >= max_bytes:
+            log.info("read %d bytes (max_bytes): stopping", read_bytes)
+            break
+    if not train:
+        raise SpecError(f"lm train: no text in {list(inputs)}")
+    t_read = time.perf_counter() - t0
+    log.info("read %d documents, %.1f MB, %d training lines in %.1fs", docs, read_bytes / 1e6, len(train), t_read)
+
+    model = estimate(train, order=order)
+    del train
+    norm_err = check_normalisation(model)
+    if norm_err > 1e-6:
+        raise AssertionError(f"estimated model is not normalised (max |sum p - 1| = {norm_err:g})")
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    t1 = time.perf_counter()
+    size = arpa.write_arpa(model, out)
+    t_write = time.perf_counter() - t1
+    binary_path = None
+    if binary:
+        candidate = os.path.splitext(out)[0] + ".binary"
+        if arpa.build_binary(out, candidate):
+            binary_path = candidate
+    stats = model.stats()
+    del model  # free the arrays before KenLM loads its own copy
+    t2 = time.perf_counter()
+    lm = load_kenlm(binary_path or out)
+    heldout = None
+    if held:
+        total = sum(lm.score(line) for line in held)
+        tokens = sum(line.count(" ") + 2 for line in held)
+        heldout = {"lines": len(held), "tokens": tokens, "perplexity": round(10.0 ** (-total / tokens), 3)}
+    t_check = time.perf_counter() - t2
+    stats["seconds"].update(read=round(t_read, 3), write=round(t_write, 3), load_and_heldout=round(t_check, 3))
+    card = {
+        "kind": "kenlm-ngram",
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created_by": "datapipe lm train",
+        "model": os.path.basename(out),
+        "binary": os.path.basename(binary_path) if binary_path else None,
+        "language": language,
+        "smoothing": "interpolated modified Kneser-Ney (datapipe.lm)",
+        "textnorm": norm.to_dict(),
+        "inputs": corpus.file_summary(inputs),
+        "documents": docs,
+        "text_bytes": read_bytes,
+        "max_bytes": max_bytes,
+        "heldout_fraction": heldout_fraction,
+        "heldout": heldout,
+        "arpa_bytes": size,
+        "normalisation_max_error": norm_err,
+        **stats,
+    }
+    write_card(out, card)
+    log.info("wrote %s (%.1f MB); held-out perplexity %s", out, size / 1e6, heldout and heldout["perplexity"])
+    return card
+
+
+PERCENTILES = tuple(range(101))
+
+
+def compute_cutoffs(
+    models: Mapping[str, str],
+    inputs: Sequence[str],
+    out: str,
+    *,
+    default_language: str | None = None,
+    text_key: str = "text",
+    sample: int = 10_000,
+) -> dict[str, Any]:
+    """Perplexity percentiles per language over (up to ``sample`` documents per language
+    of) ``inputs``, written as a CCNet-style CSV at ``out``. ``models`` maps language to
+    model path; a document's language is its record's ``language`` field, else
+    ``default_language``; documents in languages without a model are not scored."""
+    if not models:
+        raise SpecError("lm cutoffs: give at least one --model [lang=]path")
+    if default_language is None and len(models) == 1:
+        default_language = next(iter(models))
+    texts: dict[str, list[str]] = {lang: [] for lang in models}
+    skipped = 0
+    for doc in corpus.iter_docs(inputs, text_key=text_key):
+        lang = doc.language or default_language
+        if lang not in texts:
+            skipped += 1
+            continue
+        if len(texts[lang]) < sample:
+            texts[lang].append(doc.text)
+        if all(len(v) >= sample for v in texts.values()):
+            break
+    table: dict[str, np.ndarray] = {}
+    counts = {}
+    for lang, path in sorted(models.items()):
+        if not texts[lang]:
+            log.warning("lm cutoffs: no %s documents in the sample; no column for it", lang)
+            continue
+        card = read_card(path) or {}
+        norm = TextNorm.from_dict(card.get("textnorm"))
+        pp = perplexities(load_kenlm(path), norm, texts[lang])
+        pp = pp[np.isfinite(pp)]
+        if len(pp) == 0:
+            continue
+        table[lang] = np.percentile(pp, PERCENTILES)
+        counts[lang] = int(len(pp))
+    if not table:
+        raise SpecError(f"lm cutoffs: no document of {sorted(models)} found in {list(inputs)}")
+    write_cutoffs(out, table)
+    return {"languages": counts, "skipped_other_languages": skipped, "out": out}
+
+
+def write_cutoffs(path: str, table: Mapping[str, np.ndarray]) -> None:
+    """CCNet's layout: header ``,lang1,lang2``; row ``p`` holds the p-th percentile."""
+    langs = sorted(table)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", newline="", encoding="utf-8") as f:
+        w = csv.writer(f)
+        w.writerow([""] + langs)
+        for i, p in enumerate(PERCENTILES):
+            w.writerow([p] + [f"{table[lang][i]:.2f}" for lang in langs])
+    os.replace(tmp, path)
+
+
+def read_cutoffs(path: str) -> dict[str, np.ndarray]:
+    """``{language: perplexity at percentile 0, 1, ...}`` from a cut-off CSV (ours has
+    rows 0..100, CCNet's 0..99)."""
+    if not os.path.isfile(path):
+        raise SpecError(f"perplexity cut-offs {path} not found; compute them with `datapipe lm cutoffs`")
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))
+    if len(rows) < 2 or len(rows[0]) < 2:
+        raise SpecError(f"{path}: expected a header ',lang1,...' and one row per percentile")
+    langs = rows[0][1:]
+    try:
+        values = np.array([[float(x) for x in r[1:]] for r in rows[1:] if r], dtype=np.float64)
+        pcts = [int(float(r[0])) for r in rows[1:] if r]
+    except ValueError as e:
+        raise SpecError(f"{path}: not a numeric cut-off table ({e})") from None
+    if pcts != list(range(len(pcts))):
+        raise SpecError(f"{path}: expected one row per percentile 0, 1, 2, ... in order (CCNet's layout)")
+    return {lang: values[:, j] for j, lang in enumerate(langs)}

@@ -1,0 +1,103 @@
+"""FineWeb quality filter (Penedo et al. 2024, "The FineWeb Datasets: Decanting the Web
+for the Finest Text Data at Scale", section 3.6 "additional heuristic filters"; datatrove
+``FineWebQualityFilter``). Targets list-like pages that pass the Gopher and C4 filters.
+
+Rules, checked in this order (``fineweb:<rule>``, detail = measured value):
+
+=================  =================================================================  =======
+rule               drops a document when                                              default
+=================  =================================================================  =======
+empty              it has no non-blank line                                           –
+line_punct_ratio   fraction of lines ending in terminal punctuation <= min            0.12
+short_line_ratio   fraction of lines of <= ``short_line_length`` (30) chars >= max    0.67
+char_dup_ratio     characters in repeated lines / non-newline characters >= max       0.10
+list_ratio         newlines / words > max                                             0.30
+=================  =================================================================  =======
+
+Lines are split on ``\\n``; blank lines are skipped (``skip_blank_lines``) and trailing
+whitespace (``\\r`` of CRLF text included) is ignored when checking the last character
+and the length. The paper's comparisons (``<=``, ``>=``) are kept. The paper gives 0.1
+for the duplicated-line character fraction; datatrove's code default is 0.01 (set
+``max_char_dup_ratio: 0.01`` to match that code). The newline/word ratio is datatrove's
+(not in the paper); words are whitespace tokens.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from datapipe.errors import SpecError
+from datapipe.stage import FilterStage, StageConfig
+from stages import _text as T
+
+log = logging.getLogger(__name__)
+
+FINEWEB_TERMINAL_PUNCTUATION = (".", "'", '"', "!", "?")
+
+
+@dataclass(kw_only=True, frozen=True)
+class FineWebConfig(StageConfig):
+    min_line_punct_ratio: float | None = 0.12
+    max_short_line_ratio: float | None = 0.67
+    short_line_length: int = 30
+    max_char_dup_ratio: float | None = 0.10
+    max_list_ratio: float | None = 0.30
+    terminal_punctuation: tuple[str, ...] = FINEWEB_TERMINAL_PUNCTUATION
+    skip_blank_lines: bool = True
+
+    def __post_init__(self) -> None:
+        s = "fineweb"
+        for name in ("min_line_punct_ratio", "max_short_line_ratio", "max_char_dup_ratio"):
+            v = getattr(self, name)
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise SpecError(f"{s}: {name} must be a fraction between 0 and 1 (or null to disable), got {v}")
+        if self.max_list_ratio is not None and self.max_list_ratio < 0:
+            raise SpecError(f"{s}: max_list_ratio must be >= 0 (or null to disable), got {self.max_list_ratio}")
+        if self.short_line_length < 0:
+            raise SpecError(f"{s}: short_line_length must be >= 0, got {self.short_line_length}")
+        if not self.terminal_punctuation or any(len(c) != 1 for c in self.terminal_punctuation):
+            raise SpecError(f"{s}: terminal_punctuation must be a non-empty list of single characters, "
+                            f"got {list(self.terminal_punctuation)}")
+
+
+class FineWeb(FilterStage):
+    """FineWeb's line-shape heuristics on ``text``; see the module docstring."""
+
+    name = "fineweb"
+    Config = FineWebConfig
+
+    def keep(self, batch: pa.Table):
+        cfg: FineWebConfig = self.config
+        texts = T.text_list(batch)
+        n = len(texts)
+        lines = T.split_lines_py(texts, sep="\n", strip="right", drop_blank=cfg.skip_blank_lines)
+        n_lines = lines.count()
+        safe_lines = np.maximum(n_lines, 1)
+        fails: list[tuple[str, np.ndarray, np.ndarray]] = [("empty", n_lines == 0, n_lines)]
+
+        if cfg.min_line_punct_ratio is not None:
+            pat = T.char_class(cfg.terminal_punctuation) + "$"
+            ends = T.as_bool(pc.match_substring_regex(lines.values, pat)) if len(lines) else np.zeros(0, bool)
+            r = lines.count(ends) / safe_lines
+            fails.append(("line_punct_ratio", r <= cfg.min_line_punct_ratio, r))
+        if cfg.max_short_line_ratio is not None:
+            r = lines.count(T.lengths(lines.values) <= cfg.short_line_length) / safe_lines
+            fails.append(("short_line_ratio", r >= cfg.max_short_line_ratio, r))
+        newlines = T.py_counts(texts, lambda t: t.count("\n"))
+        if cfg.max_char_dup_ratio is not None:
+            stripped = pc.utf8_ltrim_whitespace(lines.values) if len(lines) else lines.values
+            rep = T.repeats(T.codes(stripped), lines.parent)
+            dup_chars = lines.total(T.lengths(stripped).astype(np.float64), rep)
+            non_nl = T.py_counts(texts, len) - newlines
+            r = dup_chars / np.maximum(non_nl, 1)
+            fails.append(("char_dup_ratio", r >= cfg.max_char_dup_ratio, r))
+        if cfg.max_list_ratio is not None:
+            words = T.py_counts(texts, lambda t: len(t.split()))
+            r = newlines / np.maximum(words, 1)
+            fails.append(("list_ratio", r > cfg.max_list_ratio, r))
+        return T.first_failure(fails, n)

@@ -1,0 +1,217 @@
+"""Gopher repetition filter (Rae et al. 2021, appendix A.1.1 and table A1): documents
+that repeat themselves — the same lines, paragraphs or phrases over and over — are
+mostly boilerplate, spam or generated text.
+
+Rules, checked in this order (``gopher_repetition:<rule>``, detail = measured value):
+
+======================  =====================================================  =======
+rule                    drops a document when                                  default
+======================  =====================================================  =======
+dup_para_frac           repeated paragraphs / paragraphs > max                 0.30
+dup_para_char_frac      characters in repeated paragraphs / characters > max   0.20
+dup_line_frac           repeated lines / lines > max                           0.30
+dup_line_char_frac      characters in repeated lines / characters > max        0.20
+top_{n}gram_char_frac   characters of the most frequent n-gram (times its      0.20, 0.18,
+                        count) / characters > max, n = 2, 3, 4                 0.16
+dup_{n}gram_char_frac   characters covered by repeated n-grams / characters    0.15 .. 0.10
+                        > max, n = 5 .. 10
+======================  =====================================================  =======
+
+Exact semantics (they follow datatrove's ``GopherRepetitionFilter``):
+
+* a *repeat* is an occurrence after the first one in the same document; the first
+  occurrence never counts;
+* paragraphs are separated by blank lines, lines by line breaks; both are compared
+  after stripping surrounding whitespace, and blank ones are ignored;
+* n-grams are over whitespace tokens; a top n-gram's characters are its words joined by
+  single spaces (times its count; ties go to the n-gram seen first); repeated n-gram
+  characters are the characters of the words covered by at least one repeated n-gram,
+  each word counted once however many repeated n-grams overlap it (the paper's "not
+  double-counting"; datatrove approximates it by skipping ahead after each repeat);
+* "characters" in every denominator is the length of the whole text.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from datapipe.errors import SpecError
+from datapipe.stage import FilterStage, StageConfig
+from stages import _text as T
+
+log = logging.getLogger(__name__)
+
+GOPHER_TOP_NGRAMS = {2: 0.20, 3: 0.18, 4: 0.16}
+GOPHER_DUP_NGRAMS = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t\r\x0b\x0c]*\r?\n")
+
+
+@dataclass(kw_only=True, frozen=True)
+class GopherRepetitionConfig(StageConfig):
+    max_dup_para_frac: float | None = 0.30
+    max_dup_para_char_frac: float | None = 0.20
+    max_dup_line_frac: float | None = 0.30
+    max_dup_line_char_frac: float | None = 0.20
+    #: n -> max fraction of characters in the most frequent n-gram
+    top_ngram_char_frac: dict[int, float] = field(default_factory=lambda: dict(GOPHER_TOP_NGRAMS))
+    #: n -> max fraction of characters covered by repeated n-grams
+    dup_ngram_char_frac: dict[int, float] = field(default_factory=lambda: dict(GOPHER_DUP_NGRAMS))
+
+    def __post_init__(self) -> None:
+        s = "gopher_repetition"
+        for name in ("max_dup_para_frac", "max_dup_para_char_frac", "max_dup_line_frac", "max_dup_line_char_frac"):
+            v = getattr(self, name)
+            if v is not None and not 0.0 <= v <= 1.0:
+                raise SpecError(f"{s}: {name} must be a fraction between 0 and 1 (or null to disable), got {v}")
+        for name in ("top_ngram_char_frac", "dup_ngram_char_frac"):
+            for n, v in dict(getattr(self, name)).items():
+                if not isinstance(n, int) or not 1 <= n <= 64:
+                    raise SpecError(f"{s}: {name} keys are n-gram sizes between 1 and 64, got {n!r}")
+                if not 0.0 <= float(v) <= 1.0:
+                    raise SpecError(f"{s}: {name}[{n}] must be a fraction between 0 and 1, got {v}")
+
+
+class GopherRepetition(FilterStage):
+    """Gopher's repetition heuristics on ``text``; see the module docstring."""
+
+    name = "gopher_repetition"
+    Config = GopherRepetitionConfig
+
+    _chars: T.CharTable | None = None          # set in setup()
+
+    def setup(self) -> None:
+        self._chars = T.CharTable()
+
+    def keep(self, batch: pa.Table):
+        cfg: GopherRepetitionConfig = self.config
+        self.ensure_setup()
+        texts = T.text_list(batch)
+        n = len(texts)
+        total_chars = np.maximum(T.py_counts(texts, len), 1).astype(np.float64)
+        fails: list[tuple[str, np.ndarray, np.ndarray]] = []
+
+        if cfg.max_dup_para_frac is not None or cfg.max_dup_para_char_frac is not None:
+            paras = _pieces([[p.strip() for p in _PARAGRAPH_BREAK.split(t)] for t in texts])
+            dup_count, dup_chars, count = _duplicates(paras)
+            if cfg.max_dup_para_frac is not None:
+                r = dup_count / np.maximum(count, 1)
+                fails.append(("dup_para_frac", r > cfg.max_dup_para_frac, r))
+            if cfg.max_dup_para_char_frac is not None:
+                r = dup_chars / total_chars
+                fails.append(("dup_para_char_frac", r > cfg.max_dup_para_char_frac, r))
+
+        if cfg.max_dup_line_frac is not None or cfg.max_dup_line_char_frac is not None:
+            lines = _pieces([[x.strip() for x in t.splitlines()] for t in texts])
+            dup_count, dup_chars, count = _duplicates(lines)
+            if cfg.max_dup_line_frac is not None:
+                r = dup_count / np.maximum(count, 1)
+                fails.append(("dup_line_frac", r > cfg.max_dup_line_frac, r))
+            if cfg.max_dup_line_char_frac is not None:
+                r = dup_chars / total_chars
+                fails.append(("dup_line_char_frac", r > cfg.max_dup_line_char_frac, r))
+
+        top = dict(cfg.top_ngram_char_frac)
+        dup = dict(cfg.dup_ngram_char_frac)
+        if top or dup:
+            stats = ngram_char_stats(T.tokenize(texts, self._chars), top_ns=sorted(top), dup_ns=sorted(dup))
+            for k in sorted(top):
+                r = stats[("top", k)] / total_chars
+                fails.append((f"top_{k}gram_char_frac", r > top[k], r))
+            for k in sorted(dup):
+                r = stats[("dup", k)] / total_chars
+                fails.append((f"dup_{k}gram_char_frac", r > dup[k], r))
+
+        return T.first_failure(fails, n)
+
+
+def _pieces(per_doc: list[list[str]]) -> T.Pieces:
+    """Non-empty pieces of every document, flattened."""
+    kept = [[x for x in items if x] for items in per_doc]
+    counts = np.fromiter((len(k) for k in kept), dtype=np.int64, count=len(kept))
+    flat = [x for k in kept for x in k]
+    parent = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
+    return T.Pieces(pa.array(flat, pa.string()), parent, len(kept))
+
+
+def _duplicates(pieces: T.Pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per document: number of repeated pieces, their characters, and all pieces."""
+    rep = T.repeats(T.codes(pieces.values), pieces.parent)
+    chars = T.lengths(pieces.values).astype(np.float64)
+    return pieces.count(rep), pieces.total(chars, rep), pieces.count()
+
+
+def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal keys: (stable sort order, start of each group in it, group sizes)."""
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
+    sizes = np.diff(np.r_[starts, len(sk)])
+    return order, starts, sizes
+
+
+def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) -> dict[tuple[str, int], np.ndarray]:
+    """Per document, for each ``n`` in ``top_ns`` the characters of its most frequent
+    word n-gram times that n-gram's count, and for each ``n`` in ``dup_ns`` the characters
+    of words covered by repeated n-grams (see the module docstring).
+
+    An n-gram can only occur twice if its (n-1)-word prefix does, so n-grams are only
+    formed at positions whose (n-1)-gram repeats: each size works on the survivors of
+    the previous one, and only the first (single words) sorts the whole batch."""
+    n_docs = toks.n_docs
+    out = {("top", k): np.zeros(n_docs) for k in top_ns}
+    out.update({("dup", k): np.zeros(n_docs) for k in dup_ns})
+    m = len(toks)
+    wanted = set(top_ns) | set(dup_ns)
+    if m == 0 or not wanted:
+        return out
+    wlen = toks.length
+    cum = np.zeros(m + 1, dtype=np.int64)
+    np.cumsum(wlen, out=cum[1:])
+    pos, doc_words = T.positions_in_doc(toks.doc, n_docs)
+    doc_first = np.zeros(n_docs, dtype=np.int64)
+    np.cumsum(np.bincount(toks.doc, minlength=n_docs)[:-1], out=doc_first[1:])
+    n_doc_words = np.bincount(toks.doc, minlength=n_docs)
+    salt = T.mix64(toks.doc.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019))
+    wcode = toks.hashes()
+
+    cand = np.arange(m, dtype=np.int64)   # positions whose (k-1)-gram repeats
+    h = np.zeros(m, dtype=np.uint64)      # running k-gram hash at each position
+    with np.errstate(over="ignore"):
+        for k in range(1, max(wanted) + 1):
+            cand = cand[pos[cand] + k <= doc_words[cand]]
+            h[cand] = T.mix64(h[cand] * np.uint64(0x9E3779B97F4A7C15) + wcode[cand + k - 1] + np.uint64(k))
+            if len(cand) == 0:
+                break
+            order, starts, sizes = _groups(h[cand] ^ salt[cand])
+            first = cand[order[starts]]                       # earliest occurrence of each k-gram
+            if k in top_ns:
+                res = np.zeros(n_docs)
+                has_words = n_doc_words >= k
+                # a k-gram occurring once: the document's first k-gram wins the tie
+                d0 = np.flatnonzero(has_words)
+                f0 = doc_first[d0]
+                res[d0] = cum[f0 + k] - cum[f0] + (k - 1)
+                multi = sizes >= 2
+                if multi.any():
+                    g_first, g_size = first[multi], sizes[multi]
+                    g_doc = toks.doc[g_first]
+                    pick = np.lexsort((g_first, -g_size, g_doc))
+                    lead = pick[np.r_[True, g_doc[pick][1:] != g_doc[pick][:-1]]]
+                    res[g_doc[lead]] = g_size[lead] * (cum[g_first[lead] + k] - cum[g_first[lead]] + (k - 1))
+                out[("top", k)] = res
+            rep_sorted = np.ones(len(cand), dtype=bool)
+            rep_sorted[starts] = False                        # later occurrences only
+            if k in dup_ns:
+                rep_pos = cand[order[rep_sorted]]
+                if len(rep_pos):
+                    delta = np.bincount(rep_pos, minlength=m + 1) - np.bincount(rep_pos + k, minlength=m + 1)
+                    covered = np.cumsum(delta[:m]) > 0
+                    out[("dup", k)] = toks.total(wlen.astype(np.float64), covered)
+            in_multi = np.repeat(sizes >= 2, sizes)           # per sorted slot
+            cand = np.sort(cand[order[in_multi]])
+    return out

@@ -1,0 +1,833 @@
+"""PII detectors: a pattern proposes candidates, a validator keeps the real ones.
+
+A bare regex is not enough for pretraining text: ``1.2.3.4`` is a version as often as
+an address, a 16-digit run is usually an id, and a dated ``07.04.2023 15`` looks like a
+phone number. Every detector here therefore pairs a candidate pattern with the check
+the format itself offers (Luhn for cards, mod-97 for IBANs, number-plan rules for
+phones, ``ipaddress`` for IPs, JSON for JWT headers) and with a look at the words just
+before the candidate (``version``, ``ISBN``, ``order #`` ...).
+
+Contract of :meth:`Detector.find`: spans are half-open ``[start, end)`` offsets into
+the ``str`` (code points), sorted, never overlapping; where two detectors claim the
+same characters the more specific type wins (a private key block over the JWT or
+token inside it, an IBAN over the card-like digits inside it).
+
+Values this module's own pseudonyms produce are never detected (reserved e-mail
+domains, documentation IP ranges, the NANP 555-01XX fiction block, Luhn- and
+mod-97-failing numbers, SSN area 000, secrets carrying the ``EXAMPLE`` marker), which
+is what makes scrubbing idempotent under every policy.
+
+Detectors are grouped into *families* that share a cheap necessary condition, the
+gate (:data:`GATES`): a document on which a family's gate does not match cannot
+contain a detection of that family, so the stage evaluates the gates over a whole
+Arrow batch with RE2 and runs the Python detectors only where a gate fired.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import ipaddress
+import json
+import logging
+import math
+import re
+from collections import Counter
+from typing import Iterable, Iterator, NamedTuple
+
+from stages.pii import _tables as T
+
+logger = logging.getLogger(__name__)
+
+#: Every type the stage knows, in the order of the ``pii_counts`` struct fields.
+PII_TYPES: tuple[str, ...] = (
+    "email", "ip", "phone", "card", "iban", "ssn", "api_key", "private_key", "jwt", "password",
+)
+
+#: Overlap resolution: lower wins.
+_PRIORITY = {
+    "private_key": 0, "jwt": 1, "api_key": 2, "password": 3, "email": 4, "iban": 5,
+    "card": 6, "ssn": 7, "phone": 8, "ip": 9,
+}
+
+#: Marker carried by every secret pseudonym (AWS's own convention for documentation
+#: keys, ``AKIAIOSFODNN7EXAMPLE``); a secret containing it is never reported.
+EXAMPLE_MARK = "EXAMPLE"
+
+
+class Span(NamedTuple):
+    """One detection: ``text[start:end]`` is PII of ``type``. ``info`` carries what
+    the pseudonymiser needs to keep the value's shape (a token's fixed prefix, a
+    phone's numbering plan)."""
+
+    start: int
+    end: int
+    type: str
+    info: str = ""
+
+
+# -- gates ------------------------------------------------------------------------
+# Each gate is a necessary condition for its family (written for both Python ``re``
+# and RE2, which pyarrow uses): if it does not match, the family finds nothing.
+
+GATES: dict[str, str] = {
+    "email": r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
+    "url_password": r"://[^\s/?#\"'<>]*:[^\s/?#\"'<>]*@",
+    "conn_password": r"(?i:password|pwd)[ \t]*=",
+    "ipv4": r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",
+    "ipv6": r"::|(?:[0-9A-Fa-f]{1,4}:){6}",
+    "numeric": r"[0-9](?:[ ./()\-]{0,3}[0-9]){7}|[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}",
+    "token": (
+        r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
+        r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
+        r"|(?i:aws_?secret)"
+    ),
+    "jwt": r"eyJ[A-Za-z0-9_\-]{2,}\.",
+    "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
+}
+
+#: Which PII types each family can produce.
+FAMILY_TYPES: dict[str, tuple[str, ...]] = {
+    "email": ("email",),
+    "url_password": ("password",),
+    "conn_password": ("password",),
+    "ipv4": ("ip",),
+    "ipv6": ("ip",),
+    "numeric": ("phone", "card", "ssn", "iban"),
+    "token": ("api_key",),
+    "jwt": ("jwt",),
+    "private_key": ("private_key",),
+}
+
+_A = re.ASCII
+
+# -- e-mail -----------------------------------------------------------------------
+_LOCAL_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._%+-'")
+_DOMAIN_RE = re.compile(
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9\-]{0,61}[A-Za-z0-9])?\.)+(?:[A-Za-z]{2,24}|(?i:xn--)[A-Za-z0-9\-]{2,59})"
+    r"(?![A-Za-z0-9\-])", _A)
+_SCP_AFTER_RE = re.compile(r":[A-Za-z0-9_~/.\-]", _A)
+
+# -- IP addresses -----------------------------------------------------------------
+_IPV4_RE = re.compile(r"(?<![0-9A-Za-z._])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9A-Za-z_]|\.[0-9])", _A)
+_IPV6_RE = re.compile(
+    r"(?<![0-9A-Za-z:._\-])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}(?!\.[0-9])|[0-9]{1,3}(?:\.[0-9]{1,3}){3})?"
+    r"(?:%[0-9A-Za-z.]+)?(?![0-9A-Za-z:_\-])", _A)
+_VERSION_CUE_RE = re.compile(
+    r"(?i)\b(?:v|ver|version|versions|release|released|releases|build|builds|firmware|kernel|rev|"
+    r"revision|sdk|driver|drivers|patch|patched|upgrade|upgraded|upgrading|update|updated|updating|"
+    r"install|installed|installing|package|library|python|java|node|php|ruby|perl|android|ios|"
+    r"windows|chrome|firefox|edge|tag|tagged|bump|bumped|section|sections|chapter|clause|article|"
+    r"paragraph|rule|figure|fig|table|step|oid|isbn|changelog)\b[^.\n]{0,12}$|(?:==|>=|<=|~=|@)[ ]?$", _A)
+_IP_CUE_RE = re.compile(
+    r"(?i)\b(?:ip|ips|ipv4|address|addresses|addr|server|servers|host|hosts|hostname|dns|ping|gateway|"
+    r"proxy|ssh|connect|connected|connecting|connection|resolve|resolves|resolved|router|client|"
+    r"nameserver|resolver|subnet|route|traceroute|firewall|blocked|ban|banned|whitelist|blacklist|"
+    r"allowlist|denylist|inet|listen|bind|visitor|logged|login|origin|source|remote|peer|node)\b", _A)
+_GLOBAL_V6 = ipaddress.ip_network("2000::/3")
+_SHARED_V4 = ipaddress.ip_network("100.64.0.0/10")
+_UNIQUE_LOCAL_V6 = ipaddress.ip_network("fc00::/7")
+DOC_NETS_V4 = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
+DOC_NET_V6 = ipaddress.ip_network("2001:db8::/32")
+
+# -- digits: phones, cards, SSNs, IBANs --------------------------------------------
+# A run of digit groups; the validators decide which sub-run (if any) is a phone.
+_PHONE_RUN_RE = re.compile(
+    r"(?<![0-9A-Za-z_+\-./])(?<![0-9]:)(?=\(?[+(]?[0-9][0-9 ./()\-]{7})"
+    r"(?:\(?\+[ ]?|(?<![0-9])00[ ]?(?=[1-9]))?"
+    r"\(?[0-9]++\)?"
+    r"(?:(?:[ ]?[.\-/][ ]?|[ ]{1,2}|(?<=\))|[ ]?(?=\())\(?[0-9]++\)?){0,7}+"
+    r"(?![0-9A-Za-z_]|[.\-/][0-9A-Za-z])", _A)
+_GROUP_RE = re.compile(r"\(?[0-9]+\)?", _A)
+_PHONE_CUE_RE = re.compile(
+    r"(?i)(?:\b(?:tel|tele|phone|phones|telephone|telephones|mobile|mob|cell|cellphone|fax|call|"
+    r"calls|calling|contact|whatsapp|sms|ring|dial|hotline|helpline|tel\.?no|t[eé]l|"
+    r"t[eé]l[eé]phone|telefon|telefono|tel[eé]fono|telefonnummer|handy|mobil|portable|ph|tlf|ruf|rufnummer)\b"
+    r"[^\n]{0,24}|(?-i:(?<![A-Za-z0-9])[TMPF][:.])[ \t\xa0]*)$", _A)
+_NEG_CUE_RE = re.compile(
+    r"(?i)(?:\b(?:isbn|isbn-1[03]|issn|doi|serial|s/n|sn|part|p/n|pn|model|sku|order|orders|invoice|"
+    r"inv|ref|reference|ticket|case|tracking|patent|pat|item|article|art|product|lot|batch|version|"
+    r"ver|build|rev|id|ids|no|nr|num|account|acct|routing|iban|bic|swift|vat|tax|ein|zip|postcode|"
+    r"code|pin|otp|receipt|transaction|txn|confirmation|booking|reservation|isin|cusip|upc|ean|gtin|"
+    r"asin|imei|mac|page|pages|pp|vol|volume|chapter|issue|issues|pr|commit|hash|checksum|seed|"
+    r"population|pop|total|sum|kg|km|km2|mi|ft|lbs|usd|eur|gbp|jpy|rs|inr|price|cost|costs)\b"
+    r"|[#№$€£¥=+*×÷^]|\d[ ]?[x×*/+\-])[^A-Za-z0-9\n]{0,3}$", _A)
+_SSN_RE = re.compile(r"(?<![0-9A-Za-z_\-./])([0-9]{3})([ \-]?)([0-9]{2})\2([0-9]{4})(?![0-9A-Za-z_]|[\-./][0-9])", _A)
+_SSN_CUE_RE = re.compile(r"(?i)(?:\bssn|\bss#|\bsocial[ \-]security(?:[ \-]number|[ \-]no\.?|[ \-]#)?|\bsoc\.?[ ]?sec\.?)[^\n]{0,20}$", _A)
+_SSN_DENY = frozenset({"078051120", "219099999", "123456789"})
+_CARD_RE = re.compile(r"(?<![0-9A-Za-z_.\-+/])[0-9](?:[ \-]?[0-9]){11,18}(?![0-9A-Za-z_]|[.\-/][0-9])", _A)
+_CARD_NEG_RE = re.compile(
+    r"(?i)\b(?:isbn|issn|doi|serial|s/n|sku|order|tracking|invoice|imei|upc|ean|gtin|isin|"
+    r"transaction|txn|patent|ticket|id|uuid|hash|timestamp)\b[^A-Za-z0-9\n]{0,4}$", _A)
+# the tail of an IBAN-like code: digits after it belong to that code, not to a phone or card
+_IBAN_HEAD_RE = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]{4})*[ \-]?$", _A)
+_IBAN_RE = re.compile(
+    r"(?<![0-9A-Za-z_])([A-Z]{2})([0-9]{2})((?:[ \-]?[A-Z0-9]{4}){2,8}(?:[ \-]?[A-Z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
+
+# -- secrets ----------------------------------------------------------------------
+_TOKEN_RE = re.compile(
+    r"(?<![A-Za-z0-9_\-])(?:"
+    r"(?P<aws>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16})"
+    r"|(?P<github>gh[pousr]_[A-Za-z0-9]{36,251})"
+    r"|(?P<github_pat>github_pat_[A-Za-z0-9_]{22,255})"
+    r"|(?P<slack>xox[abposre]-[A-Za-z0-9\-]{10,250})"
+    r"|(?P<stripe>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"
+    r"|(?P<google>AIza[A-Za-z0-9_\-]{35})"
+    r"|(?P<openai>sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)[0-9]{2}-)?[A-Za-z0-9_\-]{20,200})"
+    r"|(?P<gitlab>glpat-[A-Za-z0-9_\-]{20,50})"
+    r"|(?P<npm>npm_[A-Za-z0-9]{36})"
+    r"|(?P<huggingface>hf_[A-Za-z]{34})"
+    r"|(?P<sendgrid>SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})"
+    r")(?![A-Za-z0-9_\-])", _A)
+_TOKEN_PREFIX_RE = re.compile(
+    r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_|xox[abposre]-"
+    r"|[rs]k_(?:live|test)_|AIza|sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)[0-9]{2}-)?|glpat-|npm_|hf_|SG\.", _A)
+_AWS_SECRET_RE = re.compile(
+    r"(?i:aws_?secret_?(?:access_?)?key)[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", _A)
+_SLACK_HOOK_RE = re.compile(r"hooks\.slack\.com/services/(T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32})(?![A-Za-z0-9])", _A)
+_JWT_RE = re.compile(
+    r"(?<![A-Za-z0-9_\-.])(eyJ[A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]*)(?![A-Za-z0-9_\-])", _A)
+_PK_BEGIN_RE = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----", _A)
+_PK_B64_LINE_RE = re.compile(r"[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*", _A)
+# the short last line of a base64 body ("MF80remPQk4="): padded, or not a word
+_PK_B64_TAIL_RE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/]{2,15}={1,2}|(?=[A-Za-z]*[0-9+/])[A-Za-z0-9+/]{4,15})[ \t]*", _A)
+_PK_HEADER_LINE_RE = re.compile(r"[ \t]*[A-Za-z\-]+:[^\n]*", _A)
+_URL_PW_RE = re.compile(
+    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://([^\s/?#@:\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])", _A)
+_CONN_PW_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_.\-])(?:password|pwd)[ \t]*=[ \t]*(?:'([^'\n]{1,128})'|\"([^\"\n]{1,128})\"|((?:[^;&\s\"'<>]|&(?![A-Za-z_][A-Za-z0-9_]*=)){1,128}))", _A)
+_CONN_CUE_RE = re.compile(
+    r"(?i)(?<![A-Za-z0-9_])(?:server|data source|host|hostname|addr|address|uid|user id|user|username|"
+    r"database|initial catalog|dbname|port|sslmode|trusted_connection|driver|provider)[ \t]*=", _A)
+_PW_PLACEHOLDER_RE = re.compile(
+    r"(?i)^(?:(?:your|my|the|db|user|admin|some|new|old|secret|super)?[_\-.]?"
+    r"(?:pass(?:word|wd|phrase)?|pw|pwd|secret|token|key|redacted|hidden|changeme|example|test|"
+    r"sample|dummy|foo|bar|baz|x+|\*+|\.+|_+|-+|\?+|•+)(?:[_\-.]?here)?[0-9]?"
+    r"|<.*>|\{.*\}|\[.*\]|\(.*\)|\$\{?[A-Za-z_][A-Za-z0-9_]*\}?|%\(?[A-Za-z_]*\)?[sd]|:[A-Za-z_]+"
+    r"|\.\.\.|…|[\*x•]{3,}.*)$")
+
+
+# -- validators -------------------------------------------------------------------
+
+
+def luhn_ok(digits: str) -> bool:
+    """True when the digit string passes the Luhn (mod 10) check."""
+    total = 0
+    for i, ch in enumerate(reversed(digits)):
+        d = ord(ch) - 48
+        if i % 2 == 1:
+            d *= 2
+            if d > 9:
+                d -= 9
+        total += d
+    return total % 10 == 0
+
+
+def luhn_check_digit(payload: str) -> str:
+    """The digit that makes ``payload + digit`` pass Luhn."""
+    for d in "0123456789":
+        if luhn_ok(payload + d):
+            return d
+    raise AssertionError("unreachable")
+
+
+def card_network_ok(digits: str) -> bool:
+    """True when the number's issuer prefix (IIN) and length fit a real network."""
+    n = len(digits)
+    if n < 12 or n > 19:
+        return False
+    p2, p3, p4 = int(digits[:2]), int(digits[:3]), int(digits[:4])
+    if digits[0] == "4":                        # Visa
+        return n in (13, 16, 19)
+    if 51 <= p2 <= 55 or 2221 <= p4 <= 2720:    # Mastercard
+        return n == 16
+    if p2 in (34, 37):                          # American Express
+        return n == 15
+    if p4 == 6011 or 644 <= p3 <= 649 or p2 == 65:  # Discover
+        return 16 <= n <= 19
+    if 3528 <= p4 <= 3589:                      # JCB
+        return 16 <= n <= 19
+    if 300 <= p3 <= 305 or p2 in (36, 38, 39):  # Diners Club
+        return 14 <= n <= 19
+    if 2200 <= p4 <= 2204:                      # Mir
+        return 16 <= n <= 19
+    if p2 in (62, 81):                          # UnionPay
+        return 16 <= n <= 19
+    if p2 == 50 or 56 <= p2 <= 69:              # Maestro
+        return 12 <= n <= 19
+    return False
+
+
+def iban_mod97(compact: str) -> int:
+    """ISO 7064 mod 97-10 of an IBAN (1 for a valid one)."""
+    moved = compact[4:] + compact[:4]
+    return int("".join(str(int(c, 36)) for c in moved)) % 97
+
+
+def iban_ok(compact: str) -> bool:
+    """Country known, length as registered, and the mod-97 check holds."""
+    want = T.IBAN_LENGTHS.get(compact[:2])
+    return want == len(compact) and compact[2:4].isdigit() and iban_mod97(compact) == 1
+
+
+def ssn_ok(area: str, group: str, serial: str) -> bool:
+    """US SSN ranges: area not 000, 666 or 9xx; group not 00; serial not 0000."""
+    if area == "000" or area == "666" or area[0] == "9" or group == "00" or serial == "0000":
+        return False
+    return (area + group + serial) not in _SSN_DENY
+
+
+def ip_is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Globally routable unicast, outside documentation ranges."""
+    if ip.version == 6:
+        mapped = ip.ipv4_mapped
+        if mapped is not None:
+            return ip_is_public(mapped)
+        return ip in _GLOBAL_V6 and ip.is_global and ip not in DOC_NET_V6
+    return ip.is_global and not ip.is_multicast and not ip.is_reserved and not any(ip in n for n in DOC_NETS_V4)
+
+
+def ip_is_private(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """Private, loopback, link-local, CGNAT or unique-local host addresses (not the
+    documentation, unspecified, broadcast or multicast ones)."""
+    if ip.version == 6:
+        mapped = ip.ipv4_mapped
+        if mapped is not None:
+            return ip_is_private(mapped)
+        if ip in DOC_NET_V6 or ip.is_unspecified or ip.is_multicast:
+            return False
+        return ip.is_loopback or ip.is_link_local or ip in _UNIQUE_LOCAL_V6
+    if any(ip in n for n in DOC_NETS_V4) or ip.is_unspecified or ip.is_multicast:
+        return False
+    if int(ip) == 0xFFFFFFFF:
+        return False
+    return ip.is_private or ip.is_loopback or ip.is_link_local or ip in _SHARED_V4
+
+
+def _b64url_json(part: str) -> object | None:
+    try:
+        raw = base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+        return json.loads(raw.decode("utf-8"))
+    except (binascii.Error, ValueError, UnicodeDecodeError):
+        return None
+
+
+def jwt_ok(header: str) -> bool:
+    """The header part decodes (base64url) to a JSON object with an ``alg``."""
+    obj = _b64url_json(header)
+    return isinstance(obj, dict) and isinstance(obj.get("alg"), str)
+
+
+def secret_plausible(body: str, min_classes: int = 2) -> bool:
+    """A token body that is random-looking and not a documentation placeholder.
+
+    ``min_classes``: how many of upper/lower/digit must occur (1 for formats whose
+    prefix and length already pin them down, like AWS key ids, which are
+    upper-case base32 and can lack digits)."""
+    if EXAMPLE_MARK in body:
+        return False
+    chars = [c for c in body if c.isalnum()]
+    if len(chars) < 10:
+        return False
+    classes = any(c.isupper() for c in chars) + any(c.islower() for c in chars) + any(c.isdigit() for c in chars)
+    if classes < min_classes:
+        return False
+    counts = Counter(chars)
+    if len(counts) < min(10, len(chars) // 3):
+        return False
+    n = len(chars)
+    entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
+    return entropy >= 3.0
+
+
+def password_plausible(pw: str) -> bool:
+    """A real-looking password: not a placeholder (``password``, ``<pass>``,
+    ``${DB_PASS}``, ``****``) and not one of our own pseudonyms."""
+    return bool(pw) and EXAMPLE_MARK not in pw and _PW_PLACEHOLDER_RE.match(pw) is None
+
+
+# -- the detector ------------------------------------------------------------------
+
+
+class Detector:
+    """Finds PII spans in a ``str`` for a fixed set of enabled types.
+
+    Stateless after construction (safe to share); build one per config.
+    """
+
+    def __init__(self, types: Iterable[str] = PII_TYPES, *, scrub_private_ip: bool = False) -> None:
+        self.types = frozenset(types)
+        unknown = self.types - set(PII_TYPES)
+        if unknown:
+            raise ValueError(f"unknown PII types {sorted(unknown)}; valid: {list(PII_TYPES)}")
+        self.scrub_private_ip = scrub_private_ip
+        self.families: tuple[str, ...] = tuple(
+            f for f, ts in FAMILY_TYPES.items() if self.types.intersection(ts))
+        self._gates = {f: re.compile(GATES[f], _A) for f in self.families}
+
+    # public API -------------------------------------------------------------------
+    def families_for(self, text: str) -> tuple[str, ...]:
+        """The families whose gate matches ``text`` (Python ``re``; the stage uses
+        the same patterns through RE2 on whole batches)."""
+        return tuple(f for f in self.families if self._gates[f].search(text))
+
+    def find(self, text: str, families: Iterable[str] | None = None, *, gated: bool = True) -> list[Span]:
+        """Detected spans, sorted and non-overlapping.
+
+        ``families`` restricts the work to those families (the stage passes the
+        ones whose gate fired); ``gated=False`` runs every enabled detector with no
+        pre-check (the naive baseline; same result, slower)."""
+        if families is None:
+            families = self.families_for(text) if gated else self.families
+        cands: list[Span] = []
+        for fam in families:
+            if fam in self._gates:
+                cands.extend(getattr(self, "_f_" + fam)(text))
+        cands = [s for s in cands if s.type in self.types]
+        return _resolve(cands)
+
+    # families ---------------------------------------------------------------------
+    def _f_email(self, text: str) -> Iterator[Span]:
+        pos = text.find("@")
+        while pos >= 0:
+            nxt = text.find("@", pos + 1)
+            span = self._email_at(text, pos)
+            if span is not None:
+                yield span
+            pos = nxt
+
+    def _email_at(self, text: str, at: int) -> Span | None:
+        lo = max(0, at - 65)
+        i = at
+        while i > lo and text[i - 1] in _LOCAL_CHARS:
+            i -= 1
+        if i == lo and lo > 0 and text[lo - 1] in _LOCAL_CHARS:
+            return None  # local part longer than 64
+        while i < at and text[i] in "._%+-'":
+            i += 1
+        if i >= at or text[at - 1] == "." or ".." in text[i:at]:
+            return None
+        if i > 0 and (text[i - 1].isalnum() or text[i - 1] in "@"):
+            return None
+        m = _DOMAIN_RE.match(text, at + 1)
+        if m is None:
+            return None
+        domain = m.group().lower()
+        tld = domain.rsplit(".", 1)[1]
+        if not (len(tld) == 2 or tld in T.GENERIC_TLDS or tld.startswith("xn--")):
+            return None
+        if domain in T.RESERVED_EMAIL_DOMAINS or tld in T.RESERVED_EMAIL_TLDS:
+            return None
+        if any(domain.endswith("." + d) for d in T.RESERVED_EMAIL_DOMAINS):
+            return None
+        end = m.end()
+        if end < len(text) and text[end] == "@":
+            return None
+        if _SCP_AFTER_RE.match(text, end):
+            return None  # git@github.com:org/repo (an SSH remote, not a mailbox)
+        if i > 0 and text[i - 1] == ":" and "://" in text[max(0, i - 80):i]:
+            return None  # scheme://user:pass@host: the password detector owns it
+        return Span(i, end, "email")
+
+    def _ip_wanted(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+        return ip_is_public(ip) or (self.scrub_private_ip and ip_is_private(ip))
+
+    def _f_ipv4(self, text: str) -> Iterator[Span]:
+        for m in _IPV4_RE.finditer(text):
+            parts = m.group().split(".")
+            if any((len(p) > 1 and p[0] == "0") or int(p) > 255 for p in parts):
+                continue
+            ip = ipaddress.IPv4Address(m.group())
+            if not self._ip_wanted(ip):
+                continue
+            before = text[max(0, m.start() - 40):m.start()]
+            before = before.rsplit("\n", 1)[-1]
+            if _VERSION_CUE_RE.search(before) or re.search(r"[A-Za-z][\-_]$", before):
+                continue  # "version 1.2.3.4", "openssl-1.0.2.17"
+            if all(len(p) == 1 for p in parts) and not _IP_CUE_RE.search(text[max(0, m.start() - 60):m.start()]):
+                continue  # 1.2.3.4 with no network context reads as a version
+            yield Span(m.start(), m.end(), "ip", "4")
+
+    def _f_ipv6(self, text: str) -> Iterator[Span]:
+        for m in _IPV6_RE.finditer(text):
+            cand = m.group()
+            if cand.count(":") < 2:
+                continue
+            addr = cand.split("%", 1)[0]
+            try:
+                ip = ipaddress.IPv6Address(addr)
+            except ValueError:
+                continue
+            if not self._ip_wanted(ip):
+                continue
+            yield Span(m.start(), m.start() + len(addr), "ip", "6")
+
+    def _f_numeric(self, text: str) -> Iterator[Span]:
+        if "iban" in self.types:
+            yield from self._ibans(text)
+        if "card" in self.types:
+            yield from self._cards(text)
+        if "ssn" in self.types:
+            yield from self._ssns(text)
+        if "phone" in self.types:
+            yield from self._phones(text)
+
+    def _ibans(self, text: str) -> Iterator[Span]:
+        for m in _IBAN_RE.finditer(text):
+            want = T.IBAN_LENGTHS.get(m.group(1))
+            if want is None:
+                continue
+            # map compact positions back to text offsets; cut at the registered length
+            start = m.start()
+            compact, ends = [], []
+            for off, ch in enumerate(m.group(), start):
+                if ch not in " -":
+                    compact.append(ch)
+                    ends.append(off + 1)
+            if len(compact) < want:
+                continue
+            end = ends[want - 1]
+            if len(compact) > want and end < m.end() and text[end] not in " -":
+                continue  # the cut would split a group
+            code = "".join(compact[:want])
+            seps = {ch for ch in text[start:end] if ch in " -"}
+            if len(seps) > 1 or not iban_ok(code):
+                continue
+            yield Span(start, end, "iban")
+
+    def _cards(self, text: str) -> Iterator[Span]:
+        for m in _CARD_RE.finditer(text):
+            if _IBAN_HEAD_RE.search(text, max(0, m.start() - 40), m.start()):
+                continue
+            for s, e, digits in _group_windows(text, m.start(), m.end(), " -", card_layout_ok):
+                if luhn_ok(digits) and card_network_ok(digits):
+                    if not _CARD_NEG_RE.search(text[max(0, s - 24):s]):
+                        yield Span(s, e, "card")
+                    break
+
+    def _ssns(self, text: str) -> Iterator[Span]:
+        for m in _SSN_RE.finditer(text):
+            area, sep, group, serial = m.groups()
+            if not ssn_ok(area, group, serial):
+                continue
+            before = text[max(0, m.start() - 40):m.start()]
+            if sep != "-" and not _SSN_CUE_RE.search(before):
+                continue
+            if sep == "-" and not _SSN_CUE_RE.search(before) and _NEG_CUE_RE.search(before[-24:]):
+                continue
+            yield Span(m.start(), m.end(), "ssn")
+
+    def _phones(self, text: str) -> Iterator[Span]:
+        for m in _PHONE_RUN_RE.finditer(text):
+            run = m.group()
+            if sum(c.isdigit() for c in run) < 8:
+                continue
+            found = _phone_in_run(text, m.start(), m.end())
+            if found is not None:
+                yield found
+
+    def _f_token(self, text: str) -> Iterator[Span]:
+        for m in _TOKEN_RE.finditer(text):
+            tok = m.group()
+            p = _TOKEN_PREFIX_RE.match(tok)
+            prefix = p.group() if p else ""
+            weak_prefix = m.lastgroup in ("openai", "gitlab")
+            if secret_plausible(tok[len(prefix):], 2 if weak_prefix else 1):
+                yield Span(m.start(), m.end(), "api_key", prefix)
+        for m in _AWS_SECRET_RE.finditer(text):
+            if secret_plausible(m.group(1)):
+                yield Span(m.start(1), m.end(1), "api_key", "")
+        for m in _SLACK_HOOK_RE.finditer(text):
+            if EXAMPLE_MARK not in m.group(1):
+                yield Span(m.start(1), m.end(1), "api_key", "")
+
+    def _f_jwt(self, text: str) -> Iterator[Span]:
+        for m in _JWT_RE.finditer(text):
+            if EXAMPLE_MARK in m.group(3) or not jwt_ok(m.group(1)):
+                continue
+            yield Span(m.start(), m.end(), "jwt")
+
+    def _f_private_key(self, text: str) -> Iterator[Span]:
+        pos = 0
+        while True:
+            m = _PK_BEGIN_RE.search(text, pos)
+            if m is None:
+                return
+            label, block = m.group(1), m.group(2) or ""
+            end_marker = f"-----END {label}PRIVATE KEY{block}-----"
+            end = text.find(end_marker, m.end(), m.end() + 64_000)
+            if end >= 0:
+                stop = end + len(end_marker)
+                body = text[m.end():end]
+            else:  # truncated block: take the key-material lines that follow
+                stop, body_lines = _pk_truncated_end(text, m.end())
+                body = text[m.end():stop]
+                if body_lines == 0:
+                    pos = m.end()
+                    continue
+            pos = stop
+            if EXAMPLE_MARK in body or len(re.sub(r"\s", "", body)) < 16:
+                continue
+            yield Span(m.start(), stop, "private_key", label + "PRIVATE KEY" + block)
+
+    def _f_url_password(self, text: str) -> Iterator[Span]:
+        for m in _URL_PW_RE.finditer(text):
+            if password_plausible(m.group(2)):
+                yield Span(m.start(2), m.end(2), "password")
+
+    def _f_conn_password(self, text: str) -> Iterator[Span]:
+        for m in _CONN_PW_RE.finditer(text):
+            g = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
+            value = m.group(g)
+            if not password_plausible(value):
+                continue
+            window = text[max(0, m.start() - 160):m.end() + 160]
+            if len(_CONN_CUE_RE.findall(window)) < 1:
+                continue
+            yield Span(m.start(g), m.end(g), "password")
+
+
+# -- phone parsing -----------------------------------------------------------------
+
+
+def _pk_truncated_end(text: str, pos: int) -> tuple[int, int]:
+    """End of the base64 lines (and armour headers) following a BEGIN line that has
+    no END line, and how many base64 lines there were."""
+    stop, b64_lines = pos, 0
+    while pos < len(text) and text[pos] == "\n":
+        nl = text.find("\n", pos + 1)
+        line_end = len(text) if nl < 0 else nl
+        line = text[pos + 1:line_end].rstrip("\r")
+        if not line.strip():
+            if b64_lines:
+                break
+        elif _PK_B64_LINE_RE.fullmatch(line) or (b64_lines and _PK_B64_TAIL_RE.fullmatch(line)):
+            b64_lines += 1
+        elif not _PK_HEADER_LINE_RE.fullmatch(line) or b64_lines:
+            break
+        stop = pos = line_end
+    return stop, b64_lines
+
+
+class _Group(NamedTuple):
+    start: int       # offset of the group (including a "(")
+    end: int         # offset after the group (including a ")")
+    digits: str
+    paren: bool
+    sep: str         # separator text before this group ("" for the first)
+
+
+def _groups(text: str, start: int, end: int) -> list[_Group]:
+    out: list[_Group] = []
+    prev = start
+    for g in _GROUP_RE.finditer(text, start, end):
+        raw = g.group()
+        out.append(_Group(g.start(), g.end(), raw.strip("()"), raw.startswith("(") and raw.endswith(")"),
+                          text[prev:g.start()] if out else ""))
+        prev = g.end()
+    return out
+
+
+def _norm_sep(sep: str) -> str:
+    s = sep.strip()
+    return s if s else (" " if sep else "")
+
+
+def card_layout_ok(groups: list[_Group]) -> bool:
+    if any(g.paren for g in groups) or len({g.sep for g in groups[1:]}) > 1:
+        return False
+    if len(groups) == 1:
+        return True
+    sizes = [len(g.digits) for g in groups]
+    if sizes in ([4, 6, 5], [4, 6, 4]):
+        return True
+    return all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4
+
+
+def _group_windows(text: str, start: int, end: int, seps: str, layout_ok) -> Iterator[tuple[int, int, str]]:
+    """Contiguous group windows of a candidate, longest first: lets a validator
+    find the card or phone inside a run that swallowed a neighbouring number."""
+    groups = _groups(text, start, end)
+    n = len(groups)
+    for size in range(n, 0, -1):
+        for i in range(0, n - size + 1):
+            win = groups[i:i + size]
+            if layout_ok(win):
+                yield win[0].start, win[-1].end, "".join(g.digits for g in win)
+
+
+def _is_date(groups: list[_Group]) -> bool:
+    """Some three consecutive groups read as a date (y-m-d, d.m.y, m/d/y)."""
+    return any(_date3(*(g.digits for g in groups[i:i + 3])) for i in range(len(groups) - 2))
+
+
+def _date3(a: str, b: str, c: str) -> bool:
+    if len(a) == 4 and len(b) <= 2 and len(c) <= 2:
+        y, mo, d = int(a), int(b), int(c)
+    elif len(c) == 4 and len(a) <= 2 and len(b) <= 2:
+        y, d, mo = int(c), int(a), int(b)
+        if mo > 12 and d <= 12:
+            d, mo = mo, d
+    else:
+        return False
+    return 1000 <= y <= 2999 and 1 <= mo <= 12 and 1 <= d <= 31
+
+
+def _progression(groups: list[_Group]) -> bool:
+    if len(groups) < 3 or len({len(g.digits) for g in groups}) > 1:
+        return False
+    vals = [int(g.digits) for g in groups]
+    steps = {b - a for a, b in zip(vals, vals[1:])}
+    return len(steps) == 1
+
+
+def _country_code(digits: str) -> str | None:
+    for k in (1, 2, 3):
+        if digits[:k] in T.COUNTRY_CODES:
+            return digits[:k]
+    return None
+
+
+def _nanp_ok(nsn: str) -> bool:
+    """NANP: NXX-NXX-XXXX, no N11 area or exchange, not the 555-01XX fiction block."""
+    if len(nsn) != 10 or nsn[0] in "01" or nsn[3] in "01":
+        return False
+    if nsn[1:3] == "11" or nsn[4:6] == "11":
+        return False
+    return not (nsn[3:6] == "555" and nsn[6:8] == "01")
+
+
+def _seps_consistent(groups: list[_Group], intl: bool) -> bool:
+    """Separators agree, except the one after the area code (``089 / 123 456``) and,
+    in international form, the one after the country code; parentheses excused."""
+    seps = [_norm_sep(g.sep) for prev, g in zip(groups, groups[1:]) if not g.paren and not prev.paren]
+    rest = seps[2:] if intl else seps[1:]
+    return len(set(rest)) <= 1
+
+
+def _phone_layout(groups: list[_Group], intl: bool, cue: bool) -> str | None:
+    """Return the numbering plan a window of groups fits ("intl:<cc>", "nanp",
+    "national"), or None."""
+    digits = "".join(g.digits for g in groups)
+    nd = len(digits)
+    if nd < 8 or nd > 15 or set(digits) <= {"0", "1"}:
+        return None
+    if not _seps_consistent(groups, intl) or _is_date(groups) or _progression(groups):
+        return None
+    if any(g.paren and g.digits != "0" for g in groups[2:]):
+        return None  # "(1985)", "407-437 (2005)": only an area code or country code sits in parentheses
+    if len(groups) == 4 and all(_norm_sep(g.sep) == "." and len(g.digits) <= 3 for g in groups[1:]) and len(groups[0].digits) <= 3:
+        return None  # dotted quad: an IPv4 address or a version
+    body = [g for g in groups if not (g.paren and g.digits == "0")]
+    inner = body[2:-1] if intl else body[1:-1]
+    if any(len(g.digits) == 1 for g in inner):
+        return None
+    if len(groups) > 1 and len(groups[-1].digits) == 1 and _norm_sep(groups[-1].sep) != "-":
+        return None
+    if intl:
+        body = [g for g in groups if not (g.paren and g.digits == "0")]
+        d = "".join(g.digits for g in body)
+        cc = _country_code(d)
+        if cc is None:
+            return None
+        nsn = d[len(cc):]
+        if nsn.startswith("0") and cc != "39":
+            nsn = nsn[1:]
+        lo, hi = T.NSN_LENGTHS.get(cc, T.DEFAULT_NSN_LENGTH)
+        if not lo <= len(nsn) <= hi or len(nsn) < 6:
+            return None
+        if cc == "1" and not _nanp_ok(nsn):
+            return None
+        if len(groups) == 1 and not cue and len(d) < 10:
+            return None
+        return "intl:" + cc
+    first = groups[0]
+    if len(groups) == 1:  # bare digits: only with a phone word before it
+        if not cue:
+            return None
+        if digits[0] == "0" and 9 <= nd <= 12 and digits[1] != "0":
+            return "national"
+        if nd == 10 and _nanp_ok(digits) or nd == 11 and digits[0] == "1" and _nanp_ok(digits[1:]):
+            return "nanp"
+        return None
+    sizes = [len(g.digits) for g in groups]
+    # NANP: (NXX) NXX-XXXX, NXX-NXX-XXXX, 1-NXX-NXX-XXXX
+    if sizes[-2:] == [3, 4] and (sizes == [3, 3, 4] and digits[0] != "0" or sizes == [1, 3, 3, 4] and digits[0] == "1"):
+        nsn = digits[-10:]
+        if _nanp_ok(nsn):
+            return "nanp"
+        return None
+    # trunk-prefix national plans (UK, DE, FR, NL, AU, ...): 0 + area + subscriber
+    if first.digits[0] == "0" and len(first.digits) >= 2 and first.digits[1] != "0":
+        if not 9 <= nd <= 12 or len(first.digits) > 6:
+            return None
+        if len(groups) > 6:
+            return None
+        return "national"
+    if cue and 8 <= nd <= 12 and len(groups) <= 5 and all(len(g.digits) >= 2 for g in groups):
+        if all(len(g.digits) == 4 and 1800 <= int(g.digits) <= 2099 for g in groups):
+            return None  # "1844-1994": years
+        return "national"
+    return None
+
+
+def _phone_in_run(text: str, start: int, end: int) -> Span | None:
+    """The longest window of digit groups in ``text[start:end]`` that is a phone."""
+    intl_prefix = ""
+    body_start = start
+    if text.startswith("+", start):
+        intl_prefix = "+"
+    elif text.startswith("00", start):
+        intl_prefix = "00"
+    if text.startswith("(+", start):
+        intl_prefix = "+"
+    groups = _groups(text, start, end)
+    if not groups or (not intl_prefix and _IBAN_HEAD_RE.search(text, max(0, start - 40), start)):
+        return None
+    sizes = [len(g.digits) for g in groups]
+    if any(sizes[i:i + 4] == [4, 4, 4, 4] for i in range(len(sizes) - 3)):
+        return None  # card or account-number layout
+    if intl_prefix == "00":  # "0044 20 ..." -> the group starts with the 00
+        g0 = groups[0]
+        if len(g0.digits) > 2:
+            groups[0] = g0._replace(digits=g0.digits[2:])
+        else:
+            groups = groups[1:]
+            if not groups:
+                return None
+    before = text[max(0, start - 40):start].rsplit("\n", 1)[-1]
+    cue_m = _PHONE_CUE_RE.search(before)
+    cue = cue_m is not None
+    neg_m = _NEG_CUE_RE.search(before, max(0, len(before) - 24))
+    # the word right before the number decides: "call ... EIN 54-5023518" is an EIN
+    negative = neg_m is not None and (cue_m is None or cue_m.start() < neg_m.start())
+    n = len(groups)
+    for size in range(n, 0, -1):
+        for i in range(0, n - size + 1):
+            win = groups[i:i + size]
+            if i > 0 and win[0].sep in (".", "-", "/"):
+                continue  # glued to the digits before it by "." "-" "/": one longer number
+            if i + size < n and groups[i + size].sep in (".", "-", "/"):
+                continue
+            intl = bool(intl_prefix) and i == 0
+            plan = _phone_layout(win, intl, cue)
+            if plan is None:
+                continue
+            if negative or (i > 0 and _NEG_CUE_RE.search(text[max(0, win[0].start - 24):win[0].start])):
+                return None
+            s = body_start if (intl and i == 0) else win[0].start
+            return Span(s, win[-1].end, "phone", plan)
+    return None
+
+
+def _resolve(cands: list[Span]) -> list[Span]:
+    """Keep the highest-priority, then longest, candidates; drop what overlaps them."""
+    if not cands:
+        return []
+    cands.sort(key=lambda s: (_PRIORITY[s.type], -(s.end - s.start), s.start))
+    kept: list[Span] = []
+    for s in cands:
+        if all(s.end <= k.start or s.start >= k.end for k in kept):
+            kept.append(s)
+    kept.sort()
+    return kept

@@ -1,0 +1,311 @@
+"""The bundled trainer: ``torchrun --nproc-per-node N -m trainer_bridge.train --config CFG.yaml``.
+
+FSDP2 + tensor parallel over a ``(dp, tp)`` mesh, fed by the mix loader; ``gloo`` and fp32 on
+CPU, ``nccl`` and bf16 on CUDA, the same code. Checkpoints resume the same run exactly. Also
+runs without torchrun as a single process (``python -m trainer_bridge.train --config ...``).
+Relative paths in the config (mix, ckpt_dir, metrics_path) are relative to the working
+directory. See ``docs/trainer.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import math
+import os
+import signal
+import socket
+import time
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import torch
+import torch.distributed as dist
+import torch.nn.functional as F
+import yaml
+from torch.distributed.tensor import DTensor
+
+from datapipe.errors import SpecError
+from trainer_bridge import checkpoint
+from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
+from trainer_bridge.mix import resolve_mix
+from trainer_bridge.model import GPT, ModelConfig
+from trainer_bridge.parallelize import ParallelDims, parallelize
+
+log = logging.getLogger(__name__)
+
+# Dense bf16 peak per GPU (TFLOP/s) for MFU; override with `peak_tflops`.
+PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
+
+
+@dataclass(kw_only=True, frozen=True)
+class TrainConfig:
+    """Everything a run needs; YAML is a thin loader into this (see ``configs/sample.yaml``)."""
+
+    mix: str
+    model: ModelConfig
+    dp: int = -1                      # -1: world_size // tp
+    tp: int = 1
+    global_batch: int = 8             # samples per optimizer step, over all dp ranks
+    micro_batch: int | None = None    # rows per forward/backward on a rank (None: the whole local batch)
+    steps: int | None = None          # None: as many as the mix's token budget allows
+    lr: float = 3e-4
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 10
+    weight_decay: float = 0.1
+    beta1: float = 0.9
+    beta2: float = 0.95
+    grad_clip: float = 1.0
+    seed: int = 0
+    device: str = "auto"              # auto | cpu | cuda
+    bf16: bool = True                 # bf16 compute on CUDA (ignored on CPU: fp32)
+    activation_checkpointing: bool = False
+    position_ids: bool = False        # RoPE positions restart at every document
+    document_mask: bool = False       # and attention stays inside documents (needs position_ids)
+    loader_workers: int = 1
+    prefetch: int = 2
+    log_every: int = 1
+    ckpt_dir: str | None = None
+    ckpt_every: int = 0               # 0: only at the end (when ckpt_dir is set)
+    metrics_path: str | None = None   # JSONL, one line per step (rank 0)
+    batch_digest: bool = False        # log a hash of every global batch (gathers it over dp; for tests)
+    peak_tflops: float | None = None  # per device, for MFU; default from the GPU name
+    cpu_threads: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.tp < 1 or (self.dp < 1 and self.dp != -1):
+            raise SpecError(f"train: dp {self.dp} / tp {self.tp} must be >= 1 (dp may be -1: inferred)")
+        if self.global_batch < 1:
+            raise SpecError(f"train: global_batch {self.global_batch} must be >= 1")
+        if self.micro_batch is not None and self.micro_batch < 1:
+            raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1 or left out")
+        if self.steps is not None and self.steps < 1:
+            raise SpecError(f"train: steps {self.steps} must be >= 1 or left out")
+        if self.device not in {"auto", "cpu", "cuda"}:
+            raise SpecError(f"train: device {self.device!r} must be auto, cpu or cuda")
+        if self.document_mask and not self.position_ids:
+            raise SpecError("train: document_mask needs position_ids: true")
+        if not self.lr > 0 or not 0 <= self.min_lr_ratio <= 1 or self.warmup_steps < 0 or self.grad_clip <= 0:
+            raise SpecError("train: need lr > 0, 0 <= min_lr_ratio <= 1, warmup_steps >= 0, grad_clip > 0")
+        if self.ckpt_every < 0 or self.log_every < 1:
+            raise SpecError("train: ckpt_every must be >= 0 and log_every >= 1")
+
+
+def _set_dotted(d: dict, key: str, value: Any) -> None:
+    *parents, last = key.split(".")
+    for p in parents:
+        d = d.setdefault(p, {})
+    d[last] = value
+
+
+def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
+    """YAML + ``key=value`` overrides (dotted for the model: ``model.dim=128``) -> TrainConfig."""
+    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    for item in overrides:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise SpecError(f"override {item!r} must be key=value")
+        _set_dotted(raw, key.strip(), yaml.safe_load(value))
+    valid = {f.name for f in dataclasses.fields(TrainConfig)}
+    unknown = set(raw) - valid
+    if unknown:
+        raise SpecError(f"{path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(valid)}")
+    model_raw = raw.pop("model", {}) or {}
+    mvalid = {f.name for f in dataclasses.fields(ModelConfig)}
+    if set(model_raw) - mvalid:
+        raise SpecError(f"{path}: unknown model key(s) {sorted(set(model_raw) - mvalid)}; valid: {sorted(mvalid)}")
+    model_raw.setdefault("vocab_size", 1)  # placeholder until the mix says (see `vocab_from_mix`)
+    try:
+        return TrainConfig(model=ModelConfig(**model_raw), **raw)
+    except TypeError as e:
+        raise SpecError(f"{path}: {e}") from e
+
+
+def lr_factor(step: int, *, warmup: int, total: int, min_ratio: float) -> float:
+    """Linear warmup over ``warmup`` steps, then cosine down to ``min_ratio`` at ``total``."""
+    if step < warmup:
+        return (step + 1) / warmup
+    progress = min(1.0, (step - warmup) / max(1, total - warmup))
+    return min_ratio + (1 - min_ratio) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def clip_grad_norm_(params: Iterable[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
+    """Global L2 norm over gradients living on different meshes (FSDP-only and FSDP x TP
+    parameters), then in-place clipping; returns the (pre-clip) norm as a plain tensor."""
+    groups: dict[Any, list[torch.nn.Parameter]] = defaultdict(list)
+    for p in params:
+        if p.grad is not None:
+            g = p.grad
+            groups[(g.device_mesh, g.placements) if isinstance(g, DTensor) else None].append(p)
+    total_sq = None
+    for group in groups.values():
+        norm = torch.nn.utils.get_total_norm([p.grad for p in group], 2.0)
+        norm = norm.full_tensor() if isinstance(norm, DTensor) else norm
+        total_sq = norm.float() ** 2 if total_sq is None else total_sq + norm.float() ** 2
+    total = total_sq.sqrt()
+    for group in groups.values():  # foreach ops cannot mix meshes: scale group by group
+        torch.nn.utils.clip_grads_with_norm_(group, max_norm, total)
+    return total
+
+
+@dataclass(kw_only=True)
+class Dist:
+    """This process's place in the run."""
+
+    rank: int
+    world_size: int
+    device: torch.device
+    dims: ParallelDims
+    mesh: Any
+    dp_rank: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def init_distributed(cfg: TrainConfig) -> Dist:
+    """Process group (nccl on CUDA, gloo on CPU), device and the (dp, tp) mesh."""
+    cuda = torch.cuda.is_available() if cfg.device == "auto" else cfg.device == "cuda"
+    if "RANK" not in os.environ:  # plain `python -m`: a world of one
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        os.environ.update(RANK="0", WORLD_SIZE="1", LOCAL_RANK="0", MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if cfg.cpu_threads:
+        torch.set_num_threads(cfg.cpu_threads)
+    if cuda:
+        device = torch.device("cuda", int(os.environ["LOCAL_RANK"]))
+        torch.cuda.set_device(device)
+    else:
+        device = torch.device("cpu")
+    dist.init_process_group("nccl" if cuda else "gloo")
+    world = dist.get_world_size()
+    dims = ParallelDims.infer(dp=cfg.dp, tp=cfg.tp, world_size=world)
+    mesh = dims.build_mesh(device.type)
+    return Dist(rank=dist.get_rank(), world_size=world, device=device, dims=dims, mesh=mesh,
+                dp_rank=mesh["dp"].get_local_rank())
+
+
+def _peak_flops(cfg: TrainConfig, device: torch.device) -> float | None:
+    if device.type != "cuda":
+        return None
+    if cfg.peak_tflops:
+        return cfg.peak_tflops * 1e12
+    name = torch.cuda.get_device_name(device)
+    return next((v * 1e12 for k, v in PEAK_BF16_TFLOPS.items() if k in name), None)
+
+
+def _batch_digest(batch: dict[str, torch.Tensor], dp_group: Any) -> str | None:
+    """blake2b of the *global* batch's windows (ranks' slices gathered in dp order)."""
+    mine = torch.cat([batch["input_ids"], batch["labels"][:, -1:]], dim=1).numpy().tobytes()
+    parts: list[Any] = [None] * dist.get_world_size(dp_group)
+    dist.all_gather_object(parts, mine, group=dp_group)
+    return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
+
+
+def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[str, Any]]:
+    """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks)."""
+    d = init_distributed(cfg)
+    is_main = d.rank == 0
+    plan = resolve_mix(cfg.mix)
+    mcfg = cfg.model if cfg.model.vocab_size >= plan.vocab_size else \
+        dataclasses.replace(cfg.model, vocab_size=64 * math.ceil(plan.vocab_size / 64))
+    if mcfg.max_seq_len < plan.seq_len:
+        raise SpecError(f"model.max_seq_len {mcfg.max_seq_len} < the mix's seq_len {plan.seq_len}; raise it")
+    local = cfg.global_batch // d.dims.dp
+    mb = cfg.micro_batch or local
+    if cfg.global_batch % d.dims.dp or local % mb:
+        raise SpecError(f"train: global_batch {cfg.global_batch} must split into dp={d.dims.dp} ranks x "
+                        f"micro_batch {mb} rows")
+    bf16 = d.device.type == "cuda" and cfg.bf16
+    torch.manual_seed(cfg.seed)  # same init on every rank before sharding
+    with torch.device(d.device):
+        model = GPT(mcfg)
+    parallelize(model, d.dims, d.mesh, bf16=bf16, activation_checkpointing=cfg.activation_checkpointing)
+    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                            weight_decay=cfg.weight_decay)
+    total = cfg.steps or plan.total_samples // cfg.global_batch
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(
+        s, warmup=cfg.warmup_steps, total=total, min_ratio=cfg.min_lr_ratio))
+    loader = MixLoader(plan, LoaderConfig(global_batch=cfg.global_batch, rank=d.dp_rank, world_size=d.dims.dp,
+                                          num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
+                                          with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda"))
+    step, resume = 0, checkpoint.latest(cfg.ckpt_dir)
+    if resume is not None:
+        step = checkpoint.load(resume, model=model, optimizer=opt, scheduler=sched, loader=loader)
+    total = min(total, step + loader.steps_left)
+    dp_group = d.mesh["dp"].get_group()
+    flops_tok, peak = mcfg.flops_per_token(plan.seq_len), _peak_flops(cfg, d.device)
+    amp = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
+    if is_main:
+        print(f"run: {mcfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}, "
+              f"{plan.plan_hash}, steps {step}->{total}, global batch {cfg.global_batch} x {plan.seq_len}", flush=True)
+    metrics: list[dict[str, Any]] = []
+    sink = open(cfg.metrics_path, "a", encoding="utf-8") if is_main and cfg.metrics_path else None
+    try:
+        while step < total:
+            t0 = time.perf_counter()
+            batch = next(loader)
+            loss_sum = torch.zeros((), device=d.device)
+            parts = micro_batches(batch, mb)
+            for mbatch in parts:
+                x, y = mbatch["input_ids"].to(d.device), mbatch["labels"].to(d.device)
+                pos = mbatch["position_ids"].to(d.device) if cfg.position_ids else None
+                with amp:
+                    logits = model(x, pos, document_mask=cfg.document_mask)
+                loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()) / len(parts)
+                loss.backward()
+                loss_sum += loss.detach()
+            gnorm = clip_grad_norm_(model.parameters(), cfg.grad_clip)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            step += 1
+            dist.all_reduce(loss_sum, group=dp_group)  # sum over dp; tp peers hold the same value
+            digest = _batch_digest(batch, dp_group) if cfg.batch_digest else None
+            dt = time.perf_counter() - t0
+            tps = cfg.global_batch * plan.seq_len / dt
+            row = {"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
+                   "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
+                   "mfu": flops_tok * tps / (peak * d.world_size) if peak else None, "batch": digest}
+            if is_main:
+                metrics.append(row)
+                if sink:
+                    sink.write(json.dumps(row) + "\n")
+                    sink.flush()
+                if step % cfg.log_every == 0 or step == total:
+                    mfu = f"  mfu {row['mfu']:.1%}" if row["mfu"] is not None else ""
+                    print(f"step {step:>6}  loss {row['loss']:.4f}  grad_norm {row['grad_norm']:.3f}  "
+                          f"lr {row['lr']:.2e}  tok/s {tps:,.0f}{mfu}", flush=True)
+            if cfg.ckpt_dir and (step == total or cfg.ckpt_every and step % cfg.ckpt_every == 0):
+                checkpoint.save(cfg.ckpt_dir, step=step, model=model, optimizer=opt, scheduler=sched, loader=loader)
+            if kill_after_step is not None and step == kill_after_step:
+                os.kill(os.getpid(), signal.SIGKILL)  # fault injection for resume tests
+    finally:
+        loader.close()
+        if sink:
+            sink.close()
+    dist.barrier()
+    dist.destroy_process_group()
+    return metrics
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="torchrun ... -m trainer_bridge.train", description=__doc__.split("\n\n")[0])
+    p.add_argument("--config", required=True, help="trainer YAML (e.g. trainer_bridge/configs/sample.yaml)")
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config key (dotted for the model: model.dim=128); repeatable")
+    p.add_argument("--kill-after-step", type=int, default=None, help=argparse.SUPPRESS)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    train(load_config(args.config, args.set), kill_after_step=args.kill_after_step)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
