@@ -13,6 +13,7 @@ loader at >= 50% of the baseline, and far above what the trainer consumes.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import struct
 import sys
@@ -141,8 +142,8 @@ def main() -> None:
     print(f"{'seq_len':>7}  {'reader (best of ' + str(args.rounds) + ' rounds)':<38} {'wall tok/s':>13} {'vs base':>6}"
           f"  {'tok per CPU-s':>15} {'vs base':>6}")
     for seq in args.seq_len:
-        spec = MixSpec(**{**base.__dict__, "seq_len": seq, "token_budget": max(base.token_budget, 10**15)
-                          if not args.mix else base.token_budget, "max_epochs": 1e9, "warn_epochs": 1e9})
+        spec = dataclasses.replace(base, seq_len=seq, max_epochs=1e9, warn_epochs=1e9,
+                                   token_budget=base.token_budget if args.mix else 10**15)
         plan = resolve_mix(spec)
         for st in plan.streams:  # warm the page cache for both readers
             st.read(0, st.n_tokens).sum()

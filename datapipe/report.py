@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from datapipe.spec import JobSpec, is_global
+from datapipe.spec import JobSpec
 from datapipe.stage import BatchStats
 
 
@@ -26,7 +26,7 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
     sources = [s.name for s in job.sources]
     kinds = {"read": "read"}
     for st in job.stages:
-        kinds[st.name] = "global" if is_global(st) else st.cls.__mro__[1].__name__.replace("Stage", "").lower()
+        kinds[st.name] = st.cls.kind
     stages = []
     for name in chain:
         per_source = {}
@@ -128,7 +128,7 @@ def plot_drops(report: dict[str, Any], path: Path) -> None:
     stages = [st for st in report["stages"]]
     names = [st["stage"] for st in stages]
     sources = list(report["totals"]["per_source"])
-    fig, ax = plt.subplots(figsize=(9, 0.5 * len(names) + 1.8))
+    fig, ax = plt.subplots(figsize=(10, 0.5 * len(names) + 2.2))
     left = [0] * len(names)
     cmap = plt.get_cmap("tab10")
     for k, src in enumerate(sources):
@@ -142,7 +142,7 @@ def plot_drops(report: dict[str, Any], path: Path) -> None:
     ax.set_xlabel("documents dropped")
     kept = report["totals"]["documents"]
     ax.set_title(f"{report['job']}: where documents were dropped ({kept} kept, {report['totals']['rejects']} dropped)")
-    ax.legend(fontsize=8, loc="lower right")
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="source")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

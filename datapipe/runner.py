@@ -81,6 +81,7 @@ def _cluster_cpus() -> int:
 def _read_split(reader, split, collector, schema: pa.Schema):
     from datapipe.stats import record
 
+    t0 = time.perf_counter()
     for table in reader.read(split):
         table = S.conform(table, schema)
         stats: dict[str, BatchStats] = {}
@@ -97,8 +98,12 @@ def _read_split(reader, split, collector, schema: pa.Schema):
                 st.bytes_out += tl + rl
             else:
                 st.dropped[reason] = st.dropped.get(reason, 0) + 1
+        elapsed = time.perf_counter() - t0
+        for st in stats.values():
+            st.seconds = elapsed * st.docs_in / max(1, table.num_rows)
         record(collector, "read", stats)
         yield table
+        t0 = time.perf_counter()
 
 
 def _datasource(job: JobSpec, collector, schema: pa.Schema):
@@ -264,7 +269,8 @@ def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
 def write_outputs(ds, staging: str, job: JobSpec) -> list[dict[str, Any]]:
     keyed = ds.map_batches(_add_keys, fn_kwargs={"partitions": job.output_options.partitions},
                            batch_format="pyarrow")
-    written = keyed.groupby(["_kind", S.SOURCE, "_bucket"]).map_groups(
+    groups = 2 * len(job.sources) * job.output_options.partitions
+    written = keyed.groupby(["_kind", S.SOURCE, "_bucket"], num_partitions=min(200, groups)).map_groups(
         _write_group, fn_kwargs={"staging": staging, "compression": job.output_options.compression},
         batch_format="pyarrow")
     rows = written.take_all()

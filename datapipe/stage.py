@@ -79,6 +79,8 @@ class Stage:
     """Base of every stage. Subclasses set ``name``, ``Config``, ``reads``, ``adds``."""
 
     name: ClassVar[str] = ""
+    #: what the report calls this kind of stage
+    kind: ClassVar[str] = "batch"
     Config: ClassVar[type[StageConfig]] = StageConfig
     #: columns the stage needs present (per source) when it runs
     reads: ClassVar[tuple[str, ...]] = (S.TEXT,)
@@ -269,6 +271,8 @@ def _lengths(table: pa.Table, column: str) -> np.ndarray:
 class AnnotatorStage(BatchStage):
     """Adds the columns in ``adds``; drops nothing."""
 
+    kind = "annotator"
+
     def annotate(self, batch: pa.Table) -> Mapping[str, Any]:
         raise NotImplementedError
 
@@ -278,6 +282,8 @@ class AnnotatorStage(BatchStage):
 
 class FilterStage(BatchStage):
     """Keeps or drops each document with a reason. May also ``annotate``."""
+
+    kind = "filter"
 
     adds: ClassVar[Mapping[str, pa.DataType]] = {}
 
@@ -301,6 +307,8 @@ class FilterStage(BatchStage):
 class FormatterStage(BatchStage):
     """Rewrites ``text`` and counts what it changed. May also ``annotate``."""
 
+    kind = "formatter"
+
     def format(self, batch: pa.Table) -> tuple[Any, ...]:
         """Return ``(new_texts, {counter_name: per-row counts})``, or a third element
         ``{column: values}`` for columns in ``adds`` computed in the same pass (so a
@@ -320,6 +328,8 @@ class GlobalStage(Stage):
     """A multi-pass stage over the whole dataset (dedup). ``run`` must keep every row,
     marking drops in the reject columns with ``_reject_stage == name``; the runner
     tallies its stats from those marks."""
+
+    kind = "global"
 
     def run(self, ds: Any, ctx: "StageContext") -> Any:
         raise NotImplementedError

@@ -8,10 +8,14 @@ from __future__ import annotations
 from datapipe.errors import SpecError
 from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
+from stages.extract import Extract
+from stages.langid import LangId
 
 REGISTRY: dict[str, type[Stage]] = {
-    "length": LengthFilter,
+    "extract": Extract,
     "normalize": Normalize,
+    "length": LengthFilter,
+    "langid": LangId,
 }
 
 

@@ -164,22 +164,32 @@ def word_cores(words: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(words, EDGE_RE2, "")
 
 
+def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Group equal keys with a hash table (``pandas.factorize``, linear time; pandas
+    ships with ``ray[data]``): ``(group of each key, True where a key appears for the
+    first time, size of each group)``. Groups are numbered in order of first appearance."""
+    import pandas as pd
+
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=bool), np.zeros(0, dtype=np.int64)
+    group, _ = pd.factorize(keys)
+    group = group.astype(np.int64, copy=False)
+    top = np.maximum.accumulate(group)
+    first = np.empty(len(group), dtype=bool)
+    first[0] = True
+    first[1:] = top[1:] > top[:-1]       # a new group number is always the largest so far
+    return group, first, np.bincount(group)
+
+
 def repeats(keys: np.ndarray, parent: np.ndarray) -> np.ndarray:
     """True where ``keys[i]`` already occurred earlier in the same document.
 
     ``keys`` are integers (dictionary codes or hashes); equal keys in different
     documents are unrelated."""
-    n = len(keys)
-    if n == 0:
+    if len(keys) == 0:
         return np.zeros(0, dtype=bool)
     doc_key = mix64(keys.astype(np.uint64) ^ mix64(parent.astype(np.uint64) + _GOLDEN))
-    order = np.argsort(doc_key, kind="stable")
-    sk = doc_key[order]
-    first_sorted = np.ones(n, dtype=bool)
-    first_sorted[1:] = sk[1:] != sk[:-1]
-    rep = np.empty(n, dtype=bool)
-    rep[order] = ~first_sorted
-    return rep
+    return ~first_seen(doc_key)[1]
 
 
 def codes(values: pa.Array) -> np.ndarray:

@@ -145,15 +145,6 @@ def _duplicates(pieces: T.Pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     return pieces.count(rep), pieces.total(chars, rep), pieces.count()
 
 
-def _groups(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Group equal keys: (stable sort order, start of each group in it, group sizes)."""
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    starts = np.flatnonzero(np.r_[True, sk[1:] != sk[:-1]])
-    sizes = np.diff(np.r_[starts, len(sk)])
-    return order, starts, sizes
-
-
 def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) -> dict[tuple[str, int], np.ndarray]:
     """Per document, for each ``n`` in ``top_ns`` the characters of its most frequent
     word n-gram times that n-gram's count, and for each ``n`` in ``dup_ns`` the characters
@@ -179,39 +170,34 @@ def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) ->
     salt = T.mix64(toks.doc.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019))
     wcode = toks.hashes()
 
-    cand = np.arange(m, dtype=np.int64)   # positions whose (k-1)-gram repeats
+    cand = np.arange(m, dtype=np.int64)   # positions whose (k-1)-gram repeats, in text order
     h = np.zeros(m, dtype=np.uint64)      # running k-gram hash at each position
     with np.errstate(over="ignore"):
         for k in range(1, max(wanted) + 1):
             cand = cand[pos[cand] + k <= doc_words[cand]]
-            h[cand] = T.mix64(h[cand] * np.uint64(0x9E3779B97F4A7C15) + wcode[cand + k - 1] + np.uint64(k))
             if len(cand) == 0:
                 break
-            order, starts, sizes = _groups(h[cand] ^ salt[cand])
-            first = cand[order[starts]]                       # earliest occurrence of each k-gram
+            h[cand] = T.mix64(h[cand] * np.uint64(0x9E3779B97F4A7C15) + wcode[cand + k - 1] + np.uint64(k))
+            group, is_first, sizes = T.first_seen(h[cand] ^ salt[cand])
             if k in top_ns:
                 res = np.zeros(n_docs)
-                has_words = n_doc_words >= k
                 # a k-gram occurring once: the document's first k-gram wins the tie
-                d0 = np.flatnonzero(has_words)
+                d0 = np.flatnonzero(n_doc_words >= k)
                 f0 = doc_first[d0]
                 res[d0] = cum[f0 + k] - cum[f0] + (k - 1)
                 multi = sizes >= 2
                 if multi.any():
-                    g_first, g_size = first[multi], sizes[multi]
+                    g_first, g_size = cand[is_first][multi], sizes[multi]   # earliest occurrence, count
                     g_doc = toks.doc[g_first]
                     pick = np.lexsort((g_first, -g_size, g_doc))
                     lead = pick[np.r_[True, g_doc[pick][1:] != g_doc[pick][:-1]]]
                     res[g_doc[lead]] = g_size[lead] * (cum[g_first[lead] + k] - cum[g_first[lead]] + (k - 1))
                 out[("top", k)] = res
-            rep_sorted = np.ones(len(cand), dtype=bool)
-            rep_sorted[starts] = False                        # later occurrences only
             if k in dup_ns:
-                rep_pos = cand[order[rep_sorted]]
+                rep_pos = cand[~is_first]                         # later occurrences only
                 if len(rep_pos):
                     delta = np.bincount(rep_pos, minlength=m + 1) - np.bincount(rep_pos + k, minlength=m + 1)
                     covered = np.cumsum(delta[:m]) > 0
                     out[("dup", k)] = toks.total(wlen.astype(np.float64), covered)
-            in_multi = np.repeat(sizes >= 2, sizes)           # per sorted slot
-            cand = np.sort(cand[order[in_multi]])
+            cand = cand[sizes[group] >= 2]
     return out

@@ -225,7 +225,7 @@ class MixPlan:
         self._key_cache: dict[tuple[int, int], np.ndarray] = {}
         # All shards of all sources in one address space: one vectorised lookup per batch.
         self._base = np.cumsum([0] + [st.n_tokens for st in streams[:-1]]).astype(np.int64)
-        self._maps = [m for st in streams for m in st._maps]
+        self._maps = [m for st in streams for m in st.shard_arrays]
         sizes = np.array([m.shape[0] for m in self._maps], dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int64)
         self._sizes = sizes

@@ -248,6 +248,11 @@ class TokenStream:
     def source(self) -> str:
         return self.manifest.source
 
+    @property
+    def shard_arrays(self) -> tuple[np.ndarray, ...]:
+        """The shards' memory-mapped tokens, in stream order (read-only views)."""
+        return tuple(self._maps)
+
     def read(self, start: int, length: int) -> np.ndarray:
         out = np.empty(length, dtype=self.dtype)
         self.read_into(out, start)
@@ -272,20 +277,3 @@ class TokenStream:
             done += take
             i += 1
             local = 0
-
-    def read_rows(self, out: np.ndarray, rows: np.ndarray, starts: np.ndarray) -> None:
-        """``out[rows[i]] = tokens[starts[i] : starts[i] + out.shape[1]]`` for every ``i`` (the
-        batched path: shard lookup vectorised, one slice copy per row)."""
-        width = out.shape[1]
-        starts = np.asarray(starts, dtype=np.int64)
-        if starts.size and (starts.min() < 0 or starts.max() + width > self.n_tokens):
-            raise IndexError(f"{self.source}: a read of {width} tokens falls outside [0, {self.n_tokens})")
-        shard = np.searchsorted(self._offsets, starts, side="right") - 1
-        local = starts - self._offsets[shard]
-        fits = local + width <= self._sizes[shard]
-        maps = self._maps
-        for r, j, a, ok, st in zip(rows.tolist(), shard.tolist(), local.tolist(), fits.tolist(), starts.tolist()):
-            if ok:
-                out[r] = maps[j][a:a + width]
-            else:  # the window crosses into the next shard(s)
-                self.read_into(out[r], st)

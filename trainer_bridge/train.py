@@ -137,19 +137,28 @@ def lr_factor(step: int, *, warmup: int, total: int, min_ratio: float) -> float:
 
 def clip_grad_norm_(params: Iterable[torch.nn.Parameter], max_norm: float) -> torch.Tensor:
     """Global L2 norm over gradients living on different meshes (FSDP-only and FSDP x TP
-    parameters), then in-place clipping; returns the (pre-clip) norm as a plain tensor."""
+    parameters), then in-place clipping; returns the pre-clip norm as a plain tensor.
+
+    Per (mesh, placements) group: sum of squares of the local shards, all-reduced over the
+    mesh dimensions the group is sharded on (never over replicated ones, which would count
+    a replica twice)."""
     groups: dict[Any, list[torch.nn.Parameter]] = defaultdict(list)
     for p in params:
         if p.grad is not None:
             g = p.grad
-            groups[(g.device_mesh, g.placements) if isinstance(g, DTensor) else None].append(p)
+            groups[(g.device_mesh, tuple(g.placements)) if isinstance(g, DTensor) else None].append(p)
     total_sq = None
-    for group in groups.values():
-        norm = torch.nn.utils.get_total_norm([p.grad for p in group], 2.0)
-        norm = norm.full_tensor() if isinstance(norm, DTensor) else norm
-        total_sq = norm.float() ** 2 if total_sq is None else total_sq + norm.float() ** 2
+    for key, group in groups.items():
+        local = [p.grad.to_local() if key is not None else p.grad for p in group]
+        sq = torch.stack(torch._foreach_norm(local)).float().pow(2).sum()
+        if key is not None:
+            mesh, placements = key
+            for dim, placement in enumerate(placements):
+                if placement.is_shard():
+                    dist.all_reduce(sq, group=mesh.get_group(dim))
+        total_sq = sq if total_sq is None else total_sq + sq
     total = total_sq.sqrt()
-    for group in groups.values():  # foreach ops cannot mix meshes: scale group by group
+    for group in groups.values():  # foreach kernels cannot mix meshes: scale group by group
         torch.nn.utils.clip_grads_with_norm_(group, max_norm, total)
     return total
 
@@ -245,7 +254,10 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
         print(f"run: {mcfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}, "
               f"{plan.plan_hash}, steps {step}->{total}, global batch {cfg.global_batch} x {plan.seq_len}", flush=True)
     metrics: list[dict[str, Any]] = []
-    sink = open(cfg.metrics_path, "a", encoding="utf-8") if is_main and cfg.metrics_path else None
+    sink = None
+    if is_main and cfg.metrics_path:
+        Path(cfg.metrics_path).parent.mkdir(parents=True, exist_ok=True)
+        sink = open(cfg.metrics_path, "a", encoding="utf-8")
     try:
         while step < total:
             t0 = time.perf_counter()

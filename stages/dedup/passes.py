@@ -62,12 +62,12 @@ def signature_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
     shingle get a null key: the passes ignore them and they come out untouched."""
     n = batch.num_rows
     num_perm = params["num_perm"]
-    out = {name: _col(batch, name) for name in batch.column_names}
+    out: dict[str, pa.Array] = {}
     if n == 0:
         out.update({KEY: pa.array([], pa.string()), EXACT: pa.array([], pa.binary(16)),
                     BUCKETS: pa.array([], pa.list_(pa.uint64())), SIG: pa.array([], sig_type(num_perm)),
                     SH: pa.array([], pa.list_(pa.uint32())), BATCH: pa.array([], pa.uint64())})
-        return pa.table(out)
+        return _with(batch, out)
     alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
     if params["applies"] is not None:
         alive &= pc.is_in(_col(batch, S.SOURCE), pa.array(params["applies"], pa.string())).to_numpy(zero_copy_only=False)
@@ -124,7 +124,16 @@ def signature_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
     else:
         out[SH] = pa.nulls(n, pa.list_(pa.uint32()))
     out[BATCH] = pa.array(np.full(n, batch_id, dtype=np.uint64))
-    return pa.table(out)
+    return _with(batch, out)
+
+
+def _with(batch: pa.Table, cols: dict[str, pa.Array]) -> pa.Table:
+    """``batch`` (its fields as they are, nullability included) plus ``cols``."""
+    for name, arr in cols.items():
+        if name in batch.column_names:
+            batch = batch.drop_columns([name])
+        batch = batch.append_column(name, arr)
+    return batch
 
 
 def _scatter(positions: np.ndarray, n: int, values: pa.Array) -> pa.Array:
@@ -266,15 +275,6 @@ def small_star_kernel(group: pa.Table) -> pa.Table:
     return G.small_star(group.drop_columns(["_part"]))
 
 
-def count_changed(batch: pa.Table) -> pa.Table:
-    n = int(pc.sum(pc.cast(_col(batch, "changed"), pa.int64())).as_py() or 0) if batch.num_rows else 0
-    return pa.table({"n": pa.array([n], pa.int64())})
-
-
-def stars_to_components(batch: pa.Table) -> pa.Table:
-    return G.star_components(batch)
-
-
 # -- pass 6: decisions -----------------------------------------------------------------
 
 DECISION_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("reason", pa.string()),
@@ -283,8 +283,13 @@ DECISION_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("rea
 
 
 def by_root_rows(batch: pa.Table, *, parts: int) -> pa.Table:
-    r = _col(batch, "root")
-    return pa.table({"_part": pa.array(string_part(r, parts)), "node": _col(batch, "node"), "root": r})
+    """Component rows, ``(node, root)`` or converged star edges ``(a=root, b=node)``,
+    partitioned by root."""
+    if "root" in batch.column_names:
+        node, r = _col(batch, "node"), _col(batch, "root")
+    else:
+        node, r = _col(batch, "b"), _col(batch, "a")
+    return pa.table({"_part": pa.array(string_part(r, parts)), "node": node, "root": r})
 
 
 def decide_kernel(group: pa.Table, *, shards: int) -> pa.Table:

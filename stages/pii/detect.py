@@ -73,10 +73,12 @@ class Span(NamedTuple):
 GATES: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
     "url_password": r"://[^\s/?#\"'<>]*:[^\s/?#\"'<>]*@",
-    "conn_password": r"(?i:password|pwd)[ \t]*=",
+    "conn_password": r"[Pp](?:assword|ASSWORD|wd|WD)[ \t]*=",
     "ipv4": r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",
-    "ipv6": r"::|(?:[0-9A-Fa-f]{1,4}:){6}",
-    "numeric": r"[0-9](?:[ ./()\-]{0,3}[0-9]){7}|[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}",
+    # a public IPv6 starts with a 4-digit group in 2000::/3, or maps an IPv4 (ffff:)
+    "ipv6": r"[23][0-9A-Fa-f]{3}:[0-9A-Fa-f]{0,4}:|[fF]{4}:[0-9A-Fa-f]",
+    "numeric": r"[0-9](?:[ ./()\-]{0,5}[0-9]){7}",
+    "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
         r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
@@ -86,6 +88,9 @@ GATES: dict[str, str] = {
     "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
 }
 
+#: The IPv6 gate when private addresses are scrubbed too: any ``::`` or full form.
+IPV6_ANY_GATE = r"::|(?:[0-9A-Fa-f]{1,4}:){6}"
+
 #: Which PII types each family can produce.
 FAMILY_TYPES: dict[str, tuple[str, ...]] = {
     "email": ("email",),
@@ -93,7 +98,8 @@ FAMILY_TYPES: dict[str, tuple[str, ...]] = {
     "conn_password": ("password",),
     "ipv4": ("ip",),
     "ipv6": ("ip",),
-    "numeric": ("phone", "card", "ssn", "iban"),
+    "numeric": ("phone", "card", "ssn"),
+    "iban": ("iban",),
     "token": ("api_key",),
     "jwt": ("jwt",),
     "private_key": ("private_key",),
@@ -109,7 +115,9 @@ _DOMAIN_RE = re.compile(
 _SCP_AFTER_RE = re.compile(r":[A-Za-z0-9_~/.\-]", _A)
 
 # -- IP addresses -----------------------------------------------------------------
-_IPV4_RE = re.compile(r"(?<![0-9A-Za-z._])(?:[0-9]{1,3}\.){3}[0-9]{1,3}(?![0-9A-Za-z_]|\.[0-9])", _A)
+_IPV4_RE = re.compile(r"[0-9](?<![0-9A-Za-z._][0-9])[0-9]{0,2}\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?![0-9A-Za-z_]|\.[0-9])", _A)
+_IPV6_SEED_RE = re.compile(r":[0-9A-Fa-f]{0,4}:", _A)
+_HEX_COLON = frozenset("0123456789abcdefABCDEF:")
 _IPV6_RE = re.compile(
     r"(?<![0-9A-Za-z:._\-])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}(?!\.[0-9])|[0-9]{1,3}(?:\.[0-9]{1,3}){3})?"
     r"(?:%[0-9A-Za-z.]+)?(?![0-9A-Za-z:_\-])", _A)
@@ -138,6 +146,9 @@ _PHONE_RUN_RE = re.compile(
     r"\(?[0-9]++\)?"
     r"(?:(?:[ ]?[.\-/][ ]?|[ ]{1,2}|(?<=\))|[ ]?(?=\())\(?[0-9]++\)?){0,7}+"
     r"(?![0-9A-Za-z_]|[.\-/][0-9A-Za-z])", _A)
+# where phones, cards and SSNs can be: 8 digits with short gaps, plus the digit-ish tail
+_CLUSTER_RE = re.compile(r"[0-9](?:[ ./()\-]{0,5}[0-9]){7}[0-9 ./()\-]*", _A)
+_PHONE_SEED_RE = re.compile(r"[+(0-9][0-9 ./()\-]{7}", _A)
 _GROUP_RE = re.compile(r"\(?[0-9]+\)?", _A)
 _PHONE_CUE_RE = re.compile(
     r"(?i)(?:\b(?:tel|tele|phone|phones|telephone|telephones|mobile|mob|cell|cellphone|fax|call|"
@@ -152,33 +163,39 @@ _NEG_CUE_RE = re.compile(
     r"asin|imei|mac|page|pages|pp|vol|volume|chapter|issue|issues|pr|commit|hash|checksum|seed|"
     r"population|pop|total|sum|kg|km|km2|mi|ft|lbs|usd|eur|gbp|jpy|rs|inr|price|cost|costs)\b"
     r"|[#№$€£¥=+*×÷^]|\d[ ]?[x×*/+\-])[^A-Za-z0-9\n]{0,3}$", _A)
-_SSN_RE = re.compile(r"(?<![0-9A-Za-z_\-./])([0-9]{3})([ \-]?)([0-9]{2})\2([0-9]{4})(?![0-9A-Za-z_]|[\-./][0-9])", _A)
+_SSN_RE = re.compile(r"([0-9](?<![0-9A-Za-z_\-./][0-9])[0-9]{2})([ \-]?)([0-9]{2})\2([0-9]{4})(?![0-9A-Za-z_]|[\-./][0-9])", _A)
 _SSN_CUE_RE = re.compile(r"(?i)(?:\bssn|\bss#|\bsocial[ \-]security(?:[ \-]number|[ \-]no\.?|[ \-]#)?|\bsoc\.?[ ]?sec\.?)[^\n]{0,20}$", _A)
 _SSN_DENY = frozenset({"078051120", "219099999", "123456789"})
-_CARD_RE = re.compile(r"(?<![0-9A-Za-z_.\-+/])[0-9](?:[ \-]?[0-9]){11,18}(?![0-9A-Za-z_]|[.\-/][0-9])", _A)
+_CARD_RE = re.compile(r"[0-9](?<![0-9A-Za-z_.\-+/][0-9])(?:[ \-]?[0-9]){11,18}(?![0-9A-Za-z_]|[.\-/][0-9])", _A)
 _CARD_NEG_RE = re.compile(
     r"(?i)\b(?:isbn|issn|doi|serial|s/n|sku|order|tracking|invoice|imei|upc|ean|gtin|isin|"
     r"transaction|txn|patent|ticket|id|uuid|hash|timestamp)\b[^A-Za-z0-9\n]{0,4}$", _A)
 # the tail of an IBAN-like code: digits after it belong to that code, not to a phone or card
 _IBAN_HEAD_RE = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]{4})*[ \-]?$", _A)
 _IBAN_RE = re.compile(
-    r"(?<![0-9A-Za-z_])([A-Z]{2})([0-9]{2})((?:[ \-]?[A-Z0-9]{4}){2,8}(?:[ \-]?[A-Z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
+    r"([A-Z](?<![0-9A-Za-z_][A-Z])[A-Z])([0-9]{2})((?:[ \-]?[A-Z0-9]{4}){2,8}(?:[ \-]?[A-Z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
 
 # -- secrets ----------------------------------------------------------------------
-_TOKEN_RE = re.compile(
-    r"(?<![A-Za-z0-9_\-])(?:"
-    r"(?P<aws>(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA)[A-Z0-9]{16})"
-    r"|(?P<github>gh[pousr]_[A-Za-z0-9]{36,251})"
-    r"|(?P<github_pat>github_pat_[A-Za-z0-9_]{22,255})"
-    r"|(?P<slack>xox[abposre]-[A-Za-z0-9\-]{10,250})"
-    r"|(?P<stripe>[rs]k_(?:live|test)_[A-Za-z0-9]{16,247})"
-    r"|(?P<google>AIza[A-Za-z0-9_\-]{35})"
-    r"|(?P<openai>sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)[0-9]{2}-)?[A-Za-z0-9_\-]{20,200})"
-    r"|(?P<gitlab>glpat-[A-Za-z0-9_\-]{20,50})"
-    r"|(?P<npm>npm_[A-Za-z0-9]{36})"
-    r"|(?P<huggingface>hf_[A-Za-z]{34})"
-    r"|(?P<sendgrid>SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43})"
-    r")(?![A-Za-z0-9_\-])", _A)
+_TOKEN_END = r"(?![A-Za-z0-9_\-])"
+#: (literals that must occur – empty when the pattern itself starts with a literal and
+#: scans as fast –, pattern, weak prefix?); a weak prefix (``sk-``) needs a body with
+#: mixed character classes before it counts.
+_TOKEN_SPECS: tuple[tuple[tuple[str, ...], re.Pattern[str], bool], ...] = tuple(
+    (lits, re.compile(rx + _TOKEN_END, _A), weak) for lits, rx, weak in (
+        ((), r"A(?:KIA|SIA|BIA|CCA|GPA|IDA|IPA|NPA|NVA|PKA|ROA|SCA)[A-Z0-9]{16}", False),
+        (("gh",), r"gh[pousr]_[A-Za-z0-9]{36,251}", False),
+        (("github_pat_",), r"github_pat_[A-Za-z0-9_]{22,255}", False),
+        (("xox",), r"xox[abposre]-[A-Za-z0-9\-]{10,250}", False),
+        (("k_live_", "k_test_"), r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,247}", False),
+        (("AIza",), r"AIza[A-Za-z0-9_\-]{35}", False),
+        (("sk-",), r"sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)[0-9]{2}-)?[A-Za-z0-9_\-]{20,200}", True),
+        (("glpat-",), r"glpat-[A-Za-z0-9_\-]{20,50}", True),
+        (("npm_",), r"npm_[A-Za-z0-9]{36}", False),
+        (("hf_",), r"hf_[A-Za-z]{34}", False),
+        (("SG.",), r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}", False),
+    ))
+_TOKEN_BOUNDARY = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+_TOKEN_BOUNDARY_DOT = _TOKEN_BOUNDARY | {"."}
 _TOKEN_PREFIX_RE = re.compile(
     r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_|xox[abposre]-"
     r"|[rs]k_(?:live|test)_|AIza|sk-(?:proj-|svcacct-|admin-|ant-(?:api|admin)[0-9]{2}-)?|glpat-|npm_|hf_|SG\.", _A)
@@ -186,16 +203,16 @@ _AWS_SECRET_RE = re.compile(
     r"(?i:aws_?secret_?(?:access_?)?key)[\"']?[ \t]*(?:=>|:=|[:=])[ \t]*[\"']?([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])", _A)
 _SLACK_HOOK_RE = re.compile(r"hooks\.slack\.com/services/(T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{20,32})(?![A-Za-z0-9])", _A)
 _JWT_RE = re.compile(
-    r"(?<![A-Za-z0-9_\-.])(eyJ[A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]*)(?![A-Za-z0-9_\-])", _A)
+    r"(eyJ[A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]{2,})\.([A-Za-z0-9_\-]*)(?![A-Za-z0-9_\-])", _A)
 _PK_BEGIN_RE = re.compile(r"-----BEGIN ((?:[A-Z0-9]+ )*)PRIVATE KEY( BLOCK)?-----", _A)
 _PK_B64_LINE_RE = re.compile(r"[ \t]*[A-Za-z0-9+/=]{16,}[ \t]*", _A)
 # the short last line of a base64 body ("MF80remPQk4="): padded, or not a word
 _PK_B64_TAIL_RE = re.compile(r"[ \t]*(?:[A-Za-z0-9+/]{2,15}={1,2}|(?=[A-Za-z]*[0-9+/])[A-Za-z0-9+/]{4,15})[ \t]*", _A)
 _PK_HEADER_LINE_RE = re.compile(r"[ \t]*[A-Za-z\-]+:[^\n]*", _A)
-_URL_PW_RE = re.compile(
-    r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}://([^\s/?#@:\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])", _A)
+_URL_PW_RE = re.compile(r"://([^\s/?#@:\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])", _A)
+_SCHEME_TAIL_RE = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}$", _A)
 _CONN_PW_RE = re.compile(
-    r"(?i)(?<![A-Za-z0-9_.\-])(?:password|pwd)[ \t]*=[ \t]*(?:'([^'\n]{1,128})'|\"([^\"\n]{1,128})\"|((?:[^;&\s\"'<>]|&(?![A-Za-z_][A-Za-z0-9_]*=)){1,128}))", _A)
+    r"[Pp](?:assword|ASSWORD|wd|WD)[ \t]*=[ \t]*(?:'([^'\n]{1,128})'|\"([^\"\n]{1,128})\"|(?![A-Za-z_][A-Za-z0-9_]*=)((?:[^;&\s\"'<>]|&(?![A-Za-z_][A-Za-z0-9_]*=)){1,128}))", _A)
 _CONN_CUE_RE = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?:server|data source|host|hostname|addr|address|uid|user id|user|username|"
     r"database|initial catalog|dbname|port|sslmode|trusted_connection|driver|provider)[ \t]*=", _A)
@@ -363,7 +380,11 @@ class Detector:
         self.scrub_private_ip = scrub_private_ip
         self.families: tuple[str, ...] = tuple(
             f for f, ts in FAMILY_TYPES.items() if self.types.intersection(ts))
-        self._gates = {f: re.compile(GATES[f], _A) for f in self.families}
+        #: the gate pattern of every enabled family (RE2- and ``re``-compatible)
+        self.gates: dict[str, str] = {f: GATES[f] for f in self.families}
+        if scrub_private_ip and "ipv6" in self.gates:
+            self.gates["ipv6"] = IPV6_ANY_GATE
+        self._gates = {f: re.compile(p, _A) for f, p in self.gates.items()}
 
     # public API -------------------------------------------------------------------
     def families_for(self, text: str) -> tuple[str, ...]:
@@ -425,8 +446,8 @@ class Detector:
             return None
         if _SCP_AFTER_RE.match(text, end):
             return None  # git@github.com:org/repo (an SSH remote, not a mailbox)
-        if i > 0 and text[i - 1] == ":" and "://" in text[max(0, i - 80):i]:
-            return None  # scheme://user:pass@host: the password detector owns it
+        if _in_url_authority(text, i):
+            return None  # scheme://user:pass@host: userinfo, not a mailbox
         return Span(i, end, "email")
 
     def _ip_wanted(self, ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
@@ -448,8 +469,29 @@ class Detector:
                 continue  # 1.2.3.4 with no network context reads as a version
             yield Span(m.start(), m.end(), "ip", "4")
 
+    def _ipv6_candidates(self, text: str) -> Iterator[re.Match[str]]:
+        """IPv6-shaped matches, found from the ``:hex:`` seeds every one contains."""
+        pos = 0
+        while True:
+            seed = _IPV6_SEED_RE.search(text, pos)
+            if seed is None:
+                return
+            st = seed.start()
+            while st > 0 and seed.start() - st < 45 and text[st - 1] in _HEX_COLON:
+                st -= 1
+            m = None
+            for cand in range(st, seed.start() + 1):
+                m = _IPV6_RE.match(text, cand)
+                if m is not None:
+                    break
+            if m is None:
+                pos = seed.start() + 1
+                continue
+            yield m
+            pos = max(m.end(), seed.start() + 1)
+
     def _f_ipv6(self, text: str) -> Iterator[Span]:
-        for m in _IPV6_RE.finditer(text):
+        for m in self._ipv6_candidates(text):
             cand = m.group()
             if cand.count(":") < 2:
                 continue
@@ -463,16 +505,20 @@ class Detector:
             yield Span(m.start(), m.start() + len(addr), "ip", "6")
 
     def _f_numeric(self, text: str) -> Iterator[Span]:
-        if "iban" in self.types:
-            yield from self._ibans(text)
-        if "card" in self.types:
-            yield from self._cards(text)
-        if "ssn" in self.types:
-            yield from self._ssns(text)
-        if "phone" in self.types:
-            yield from self._phones(text)
+        """Cards, SSNs and phones, looked for only inside digit clusters."""
+        n = len(text)
+        for c in _CLUSTER_RE.finditer(text):
+            start, end = c.start(), min(n, c.end() + 2)  # 2: room for the trailing look-aheads
+            while start > 0 and c.start() - start < 3 and text[start - 1] in "+( ":
+                start -= 1
+            if "card" in self.types:
+                yield from self._cards(text, start, end)
+            if "ssn" in self.types:
+                yield from self._ssns(text, start, end)
+            if "phone" in self.types:
+                yield from self._phones(text, start, end)
 
-    def _ibans(self, text: str) -> Iterator[Span]:
+    def _f_iban(self, text: str) -> Iterator[Span]:
         for m in _IBAN_RE.finditer(text):
             want = T.IBAN_LENGTHS.get(m.group(1))
             if want is None:
@@ -495,18 +541,22 @@ class Detector:
                 continue
             yield Span(start, end, "iban")
 
-    def _cards(self, text: str) -> Iterator[Span]:
-        for m in _CARD_RE.finditer(text):
+    def _cards(self, text: str, start: int, end: int) -> Iterator[Span]:
+        for m in _CARD_RE.finditer(text, start, end):
             if _IBAN_HEAD_RE.search(text, max(0, m.start() - 40), m.start()):
                 continue
-            for s, e, digits in _group_windows(text, m.start(), m.end(), " -", card_layout_ok):
-                if luhn_ok(digits) and card_network_ok(digits):
-                    if not _CARD_NEG_RE.search(text[max(0, s - 24):s]):
-                        yield Span(s, e, "card")
-                    break
+            # the longest leading groups that make a network-valid number decide: a run
+            # that swallowed a year ("4111 1111 1111 1111 2023") still yields its card,
+            # a Luhn-failing 16-digit number yields nothing (not a 12-digit prefix of it)
+            for s, e, digits in _group_prefixes(text, m.start(), m.end(), card_layout_ok, 12, 19):
+                if not card_network_ok(digits):
+                    continue
+                if luhn_ok(digits) and not _CARD_NEG_RE.search(text[max(0, s - 24):s]):
+                    yield Span(s, e, "card")
+                break
 
-    def _ssns(self, text: str) -> Iterator[Span]:
-        for m in _SSN_RE.finditer(text):
+    def _ssns(self, text: str, start: int, end: int) -> Iterator[Span]:
+        for m in _SSN_RE.finditer(text, start, end):
             area, sep, group, serial = m.groups()
             if not ssn_ok(area, group, serial):
                 continue
@@ -517,8 +567,26 @@ class Detector:
                 continue
             yield Span(m.start(), m.end(), "ssn")
 
-    def _phones(self, text: str) -> Iterator[Span]:
-        for m in _PHONE_RUN_RE.finditer(text):
+    def _phone_runs(self, text: str, start: int, end: int) -> Iterator[re.Match[str]]:
+        """Maximal runs of digit groups, tried only where 8 digit-ish characters
+        start (``_PHONE_SEED_RE``) instead of at every character."""
+        pos = start
+        while True:
+            seed = _PHONE_SEED_RE.search(text, pos, end)
+            if seed is None:
+                return
+            st = seed.start()
+            if st > 0 and text[st - 1] == "(" and text[st] == "+":
+                st -= 1
+            m = _PHONE_RUN_RE.match(text, st, end)
+            if m is None or m.end() <= seed.start():
+                pos = seed.start() + 1
+                continue
+            yield m
+            pos = m.end()
+
+    def _phones(self, text: str, start: int, end: int) -> Iterator[Span]:
+        for m in self._phone_runs(text, start, end):
             run = m.group()
             if sum(c.isdigit() for c in run) < 8:
                 continue
@@ -527,22 +595,31 @@ class Detector:
                 yield found
 
     def _f_token(self, text: str) -> Iterator[Span]:
-        for m in _TOKEN_RE.finditer(text):
-            tok = m.group()
-            p = _TOKEN_PREFIX_RE.match(tok)
-            prefix = p.group() if p else ""
-            weak_prefix = m.lastgroup in ("openai", "gitlab")
-            if secret_plausible(tok[len(prefix):], 2 if weak_prefix else 1):
-                yield Span(m.start(), m.end(), "api_key", prefix)
-        for m in _AWS_SECRET_RE.finditer(text):
-            if secret_plausible(m.group(1)):
-                yield Span(m.start(1), m.end(1), "api_key", "")
+        for lits, rx, weak in _TOKEN_SPECS:
+            if lits and not any(lit in text for lit in lits):
+                continue
+            for m in rx.finditer(text):
+                if m.start() and text[m.start() - 1] in _TOKEN_BOUNDARY:
+                    continue
+                tok = m.group()
+                p = _TOKEN_PREFIX_RE.match(tok)
+                prefix = p.group() if p else ""
+                if secret_plausible(tok[len(prefix):], 2 if weak else 1):
+                    yield Span(m.start(), m.end(), "api_key", prefix)
+        if "ecret" in text or "ECRET" in text:
+            for m in _AWS_SECRET_RE.finditer(text):
+                if secret_plausible(m.group(1)):
+                    yield Span(m.start(1), m.end(1), "api_key", "")
+        if "hooks.slack.com" not in text:
+            return
         for m in _SLACK_HOOK_RE.finditer(text):
             if EXAMPLE_MARK not in m.group(1):
                 yield Span(m.start(1), m.end(1), "api_key", "")
 
     def _f_jwt(self, text: str) -> Iterator[Span]:
         for m in _JWT_RE.finditer(text):
+            if m.start() and text[m.start() - 1] in _TOKEN_BOUNDARY_DOT:
+                continue
             if EXAMPLE_MARK in m.group(3) or not jwt_ok(m.group(1)):
                 continue
             yield Span(m.start(), m.end(), "jwt")
@@ -572,11 +649,15 @@ class Detector:
 
     def _f_url_password(self, text: str) -> Iterator[Span]:
         for m in _URL_PW_RE.finditer(text):
+            if _SCHEME_TAIL_RE.search(text, max(0, m.start() - 40), m.start()) is None:
+                continue
             if password_plausible(m.group(2)):
                 yield Span(m.start(2), m.end(2), "password")
 
     def _f_conn_password(self, text: str) -> Iterator[Span]:
         for m in _CONN_PW_RE.finditer(text):
+            if m.start() and text[m.start() - 1] in _TOKEN_BOUNDARY_DOT:
+                continue
             g = 1 if m.group(1) is not None else 2 if m.group(2) is not None else 3
             value = m.group(g)
             if not password_plausible(value):
@@ -607,6 +688,16 @@ def _pk_truncated_end(text: str, pos: int) -> tuple[int, int]:
             break
         stop = pos = line_end
     return stop, b64_lines
+
+
+def _in_url_authority(text: str, pos: int) -> bool:
+    """True when ``pos`` is inside the ``user:password@`` part of a URL."""
+    lo = max(0, pos - 200)
+    scheme = text.rfind("://", lo, pos)
+    if scheme < 0:
+        return False
+    between = text[scheme + 3:pos]
+    return not any(c in between for c in " \t\n/?#\"'<>")
 
 
 class _Group(NamedTuple):
@@ -644,14 +735,18 @@ def card_layout_ok(groups: list[_Group]) -> bool:
     return all(s == 4 for s in sizes[:-1]) and 1 <= sizes[-1] <= 4
 
 
-def _group_windows(text: str, start: int, end: int, seps: str, layout_ok) -> Iterator[tuple[int, int, str]]:
-    """Contiguous group windows of a candidate, longest first: lets a validator
-    find the card or phone inside a run that swallowed a neighbouring number."""
+def _group_prefixes(text: str, start: int, end: int, layout_ok, lo: int, hi: int) -> Iterator[tuple[int, int, str]]:
+    """Leading group windows of a candidate with ``lo..hi`` digits and a valid
+    layout, longest first."""
     groups = _groups(text, start, end)
-    n = len(groups)
-    for size in range(n, 0, -1):
-        for i in range(0, n - size + 1):
-            win = groups[i:i + size]
+    total = 0
+    sizes = []
+    for g in groups:
+        total += len(g.digits)
+        sizes.append(total)
+    for size in range(len(groups), 0, -1):
+        if lo <= sizes[size - 1] <= hi:
+            win = groups[:size]
             if layout_ok(win):
                 yield win[0].start, win[-1].end, "".join(g.digits for g in win)
 
@@ -787,6 +882,9 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
     sizes = [len(g.digits) for g in groups]
     if any(sizes[i:i + 4] == [4, 4, 4, 4] for i in range(len(sizes) - 3)):
         return None  # card or account-number layout
+    if any(sizes[i:i + 3] in ([4, 6, 5], [4, 6, 4]) and len({g.sep for g in groups[i + 1:i + 3]}) == 1
+           for i in range(len(sizes) - 2)):
+        return None  # American Express / Diners layout
     if intl_prefix == "00":  # "0044 20 ..." -> the group starts with the 00
         g0 = groups[0]
         if len(g0.digits) > 2:
@@ -802,8 +900,13 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
     # the word right before the number decides: "call ... EIN 54-5023518" is an EIN
     negative = neg_m is not None and (cue_m is None or cue_m.start() < neg_m.start())
     n = len(groups)
+    cum = [0]
+    for g in groups:
+        cum.append(cum[-1] + len(g.digits))
     for size in range(n, 0, -1):
         for i in range(0, n - size + 1):
+            if not 8 <= cum[i + size] - cum[i] <= 17:
+                continue
             win = groups[i:i + size]
             if i > 0 and win[0].sep in (".", "-", "/"):
                 continue  # glued to the digits before it by "." "-" "/": one longer number

@@ -2,7 +2,7 @@
 count them.
 
 Cost model. Most documents hold no PII, so the stage first evaluates one cheap gate
-per detector family (:data:`stages.pii.detect.GATES`) over the whole Arrow batch with
+per detector family (``Detector.gates``) over the whole Arrow batch with
 RE2 (``pyarrow.compute.match_substring_regex``): linear in the batch's bytes, no Python
 per document. Only the documents where a gate fired are decoded to ``str`` and handed
 to the Python detectors, and only the families whose gate fired run on them. Each gate
@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import FormatterStage, StageConfig
-from stages.pii.detect import GATES, PII_TYPES, Detector, Span
+from stages.pii.detect import PII_TYPES, Detector, Span
 from stages.pii.replace import DEFAULT_PLACEHOLDERS, POLICIES, Replacer
 
 logger = logging.getLogger(__name__)
@@ -131,6 +131,8 @@ class PiiStage(FormatterStage):
         self.detector = Detector(cfg.types, scrub_private_ip=cfg.scrub_private_ip)
         self.replacer = Replacer(policies=cfg.policy_by_type(), placeholders=cfg.placeholders,
                                  key=cfg.key, scope=cfg.pseudonym_scope)
+        #: one RE2 pass for all gates; the per-family gates then run only on the hits
+        self._any_gate = "|".join(f"(?:{p})" for p in self.detector.gates.values())
 
     def scrub_text(self, text: str, doc_id: str = "") -> tuple[str, list[Span]]:
         """Scrub one string (the per-document path, for tools and tests)."""
@@ -141,22 +143,24 @@ class PiiStage(FormatterStage):
         texts = batch.column(S.TEXT).combine_chunks()
         n = len(texts)
         families = self.detector.families
-        fired = np.zeros((n, len(families)), dtype=bool)
-        for k, fam in enumerate(families):
-            hit = pc.fill_null(pc.match_substring_regex(texts, GATES[fam]), False)
-            fired[:, k] = hit.to_numpy(zero_copy_only=False)
-        rows = np.flatnonzero(fired.any(axis=1))
+        any_hit = pc.fill_null(pc.match_substring_regex(texts, self._any_gate), False)
+        rows = np.flatnonzero(any_hit.to_numpy(zero_copy_only=False))
         counts = np.zeros((n, len(PII_TYPES)), dtype=np.int32)
         column = {t: i for i, t in enumerate(PII_TYPES)}
         new_texts = texts
         if len(rows):
             take = pa.array(rows)
-            sub_texts = texts.take(take).to_pylist()
+            gated = texts.take(take)
+            fired = np.zeros((len(rows), len(families)), dtype=bool)
+            for k, fam in enumerate(families):
+                hit = pc.fill_null(pc.match_substring_regex(gated, self.detector.gates[fam]), False)
+                fired[:, k] = hit.to_numpy(zero_copy_only=False)
+            sub_texts = gated.to_pylist()
             sub_ids = batch.column(S.ID).take(take).to_pylist()
             changed_rows: list[int] = []
             changed_texts: list[str] = []
-            for r, text, doc_id in zip(rows, sub_texts, sub_ids):
-                fams = [families[k] for k in np.flatnonzero(fired[r])]
+            for j, (r, text, doc_id) in enumerate(zip(rows, sub_texts, sub_ids)):
+                fams = [families[k] for k in np.flatnonzero(fired[j])]
                 spans = self.detector.find(text, fams)
                 if not spans:
                     continue

@@ -40,8 +40,9 @@ def _tokenized(ray, table: pa.Table, tokenizer: str, *, blocks: int, batch_size:
             return self.stage.process(batch)[0]
 
     ds = ray.data.from_arrow(table).repartition(blocks)
+    # half a CPU per actor: two actors on the 2-CPU test cluster still leave room for Ray's own tasks
     return ds.map_batches(TokenizeActor, fn_constructor_kwargs={"path": tokenizer}, batch_size=batch_size,
-                          batch_format="pyarrow", concurrency=actors)
+                          batch_format="pyarrow", compute=ray.data.ActorPoolStrategy(size=actors), num_cpus=0.5)
 
 
 def test_two_parallelisms_write_identical_shards(ray_session, shared_dir, tmp_path):

@@ -4,12 +4,14 @@ with the number of windows."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 import time
 import tracemalloc
 
 import numpy as np
 import pytest
+import torch
 from shard_helper import write_mix, write_source, write_sparse_source, write_text_sources
 
 from datapipe.errors import SpecError
@@ -116,7 +118,7 @@ def _global_batches(plan, *, world, start_state=None, steps, G=12, workers=1, pr
             for _ in range(steps):
                 b = next(ld)
                 if micro:  # the trainer's split must not change what a step sees
-                    b = {k: __import__("torch").cat([m[k] for m in micro_batches(b, micro)]) for k in b}
+                    b = {k: torch.cat([m[k] for m in micro_batches(b, micro)]) for k in b}
                 got.append(b)
             per_rank.append((got, ld.state_dict()))
     states = {str(s) for _, s in per_rank}
@@ -147,7 +149,7 @@ def test_batch_tensors_labels_and_positions(real):
     with MixLoader(plan, LoaderConfig(global_batch=4, with_position_ids=True)) as ld:
         b = next(ld)
     windows = plan.read(0, 4).astype(np.int64)
-    assert b["input_ids"].dtype == b["labels"].dtype == __import__("torch").int64
+    assert b["input_ids"].dtype == b["labels"].dtype == torch.int64
     assert np.array_equal(b["input_ids"].numpy(), windows[:, :-1])
     assert np.array_equal(b["labels"].numpy(), windows[:, 1:])
     pos = b["position_ids"].numpy()
@@ -161,7 +163,7 @@ def test_batch_tensors_labels_and_positions(real):
 
 def test_state_from_another_plan_is_refused(real, tmp_path):
     plan = resolve_mix(real)
-    other = resolve_mix(load_mix(real).__class__(**{**load_mix(real).__dict__, "seed": 99}))
+    other = resolve_mix(dataclasses.replace(load_mix(real), seed=99))
     assert other.plan_hash != plan.plan_hash
     ld = MixLoader(plan, LoaderConfig(global_batch=4))
     with pytest.raises(SpecError, match="saved for mix plan .* seed"):
@@ -171,7 +173,7 @@ def test_state_from_another_plan_is_refused(real, tmp_path):
 def test_raising_the_budget_keeps_earlier_samples(real):
     spec = load_mix(real)
     small = resolve_mix(spec)
-    big = resolve_mix(spec.__class__(**{**spec.__dict__, "token_budget": spec.token_budget * 3}))
+    big = resolve_mix(dataclasses.replace(spec, token_budget=spec.token_budget * 3))
     assert big.plan_hash == small.plan_hash and big.total_samples == 3 * small.total_samples
     n = small.total_samples
     assert np.array_equal(small.read(n - 500, 500), big.read(n - 500, 500))

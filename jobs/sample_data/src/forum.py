@@ -96,10 +96,8 @@ And please edit your post, you have just published the key a second time."""),
         "posts": [
             ("paste", "news/maternity_unit", ("harbourlights", "2024-01-19", "Paywalled, so here is the text:"), [
                 ("drop_line", "By Tom Enys, Health Correspondent"),
-                ("replace", "gathered more than 14,000 signatures", "gathered over 14,000 signatures"),
                 ("replace", "in good conditions", "in good condtions"),
             ]),
-            ("seagull_sue", "2024-01-19", """Awful news. See you at the meeting."""),
         ],
     },
     {
@@ -305,6 +303,13 @@ Also, think about whether you want your phone number and email on a public forum
         "title": "git: how do I undo my last commit?",
         "posts": [
             ("tinfoil", "2024-05-27", """I committed to main by mistake instead of my feature branch. This time I have already pushed. How do I undo the last commit but keep the changes so I can commit them on the right branch?"""),
+            ("bytewise", "2024-05-27", """Same answer as your thread in March if it had not been pushed yet: move main back one commit and keep the changes in your working tree:
+
+    git reset --soft HEAD~1
+    git switch -c my-feature
+    git commit -m "the same message"
+
+--soft keeps the changes staged. Use --mixed if you want them unstaged, and never --hard unless you want them gone."""),
             ("quietgrid", "2024-05-27", """Once it is pushed and others may have pulled it, do not rewrite main. Revert it instead, which adds a new commit that undoes the change:
 
     git switch -c my-feature
@@ -312,8 +317,8 @@ Also, think about whether you want your phone number and email on a public forum
     git revert HEAD
     git push
 
-Your feature branch still has the commit, so carry on there. If you are certain nobody has pulled main, you can reset and force push, but on a shared branch that will upset people."""),
-            ("tinfoil", "2024-05-27", """Reverted and pushed. Feature branch is fine. Thank you again."""),
+Your feature branch still has the commit, so carry on there."""),
+            ("tinfoil", "2024-05-27", """Reverted and pushed. Thank you again."""),
         ],
     },
     {

@@ -13,9 +13,6 @@ ARTICLES = [
         "headline": "Dredger to clear silted Port Alder harbour under new council deal",
         "ops": [
             ("replace", "By Martha Quayle, Local Democracy Reporter", "By Martha Quayle, Local Democracy Reporting Service"),
-            ("replace", "reduced the depth", "reduced the the depth"),
-            ("replace", "contamination tests", "contamination test"),
-            ("replace", "Everybody in this town", "Everyone in this town"),
             ("replace", "investigate a longer breakwater", "investigate a longer breakwtaer"),
             ("append_para", "This story was supplied by the Local Democracy Reporting Service."),
         ],
@@ -35,10 +32,9 @@ ARTICLES = [
         "headline": "Port Alder flood wall plans go to planners after record response",
         "ops": [
             ("drop_para", 1),
-            ("replace_para", 1, "A revised version of the scheme was submitted to the council's planning department on Monday, after a consultation that drew more than 1,400 responses, the largest number ever received for a planning matter in the town."),
+            ("insert_para", 1, "A revised version of the scheme was submitted to the council's planning department on Monday, after a consultation that drew more than 1,400 responses, the largest number ever received for a planning matter in the town."),
             ("insert_para", 2, "The Environment Office said it had changed the design in response to comments. The wall in front of the Harbour Terrace will now include three glazed panels so that residents on the ground floor keep a view of the sea, and the height of the wall at the western end of the promenade has been reduced by twenty centimetres after further modelling of wave heights."),
-            ("drop_para", 6),
-            ("drop_para", 6),
+            ("drop_para", 8),
             ("append_para", "A decision is expected from the planning committee in September. If the plans are approved, a contractor will be appointed over the winter and work will start in the spring of 2025, beginning at the harbour end so that the barriers are in place before the following winter's storms."),
             ("append_para", "Residents can view the revised plans at the town hall and in the library, and comment until 30 June."),
         ],

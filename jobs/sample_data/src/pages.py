@@ -11,12 +11,7 @@ PAGES = [
         "title": "Leek and potato soup",
         "derive_from": "web/thrifty_leek_soup",
         "ops": [
-            ("replace", "This is the soup I make more than any other, from September to March, and it costs less than a pound a portion even now.",
-             "This is the soup I make more than any other from September to March, and it still costs less than a pound a portion."),
-            ("replace", "- 30 g butter or 2 tbsp oil", "- 30 g butter (or 2 tbsp olive oil)"),
-            ("replace", "and serve with crusty bread", "and serve hot with crusty bread"),
             ("swap_para", 0, 1),
-            ("insert_para", 2, "Recipe card below. Prep 15 mins, cook 35 mins, serves 4."),
         ],
     },
     {
@@ -28,10 +23,7 @@ PAGES = [
         "title": "About dry stone walling",
         "derive_from": "wiki/dry_stone_wall",
         "ops": [
-            ("replace", "Dry stone walls are found in upland farming regions across the world", "Dry stone walls are found in upland farming areas all over the world"),
             ("replace", "can stand for more than a century with little maintenance", "can stand for well over a century with very little maintenance"),
-            ("replace", "Teams of wallers were paid by the length of wall completed.", "Teams of wallers were paid by the rood, a local measure of length."),
-            ("drop_para", 10),
             ("append_para", "If you would like to learn the craft, our beginners' weekends are held every month from April to October. No experience is needed, just stout boots and gloves."),
         ],
     },
@@ -44,9 +36,7 @@ PAGES = [
         "title": "Neue Fähre für die Insellinie",
         "derive_from": "web/kuestenbote_faehre",
         "ops": [
-            ("replace", "Das Schiff, das in einer Werft an der Unterweser gebaut wurde,", "Das Schiff, gebaut in einer Werft an der Unterweser,"),
             ("replace", "was Lärm und Abgase deutlich verringert", "was Lärm und Abgase spürbar verringert"),
-            ("replace", "Interessenten aus Skandinavien hätten sich bereits gemeldet.", "Interessenten aus Skandinavien sollen sich bereits gemeldet haben."),
             ("append_para", "Quelle: Der Küstenbote"),
         ],
     },
@@ -59,7 +49,7 @@ PAGES = [
         "title": "Excerpt: The Salt Road, by Hester Vane",
         "derive_from": "book/salt_road",
         "ops": [
-            ("keep_paras", 0, 9),
+            ("keep_paras", 3, 13),
             ("prepend_para", "Hester Vane's small collection of coastal stories has been out of print for decades. Here is the opening of the title story."),
             ("append_para", "The full text is available from the Open Shelf Library."),
         ],
@@ -250,7 +240,7 @@ The more often the answer is yes, the more the things we own will last, and the 
         "site": "quillstack",
         "date": "2023-06-01",
         "title": "Plugin API - Quillstack 3.0",
-        "body": """Plugins extend Quillstack by hooking into the build. A plugin is a Python class that subclasses quillstack.Plugin and implements one or more hook methods. Quillstack calls the hooks in a fixed order for every build.
+        "body": '''Plugins extend Quillstack by hooking into the build. A plugin is a Python class that subclasses quillstack.Plugin and implements one or more hook methods. Quillstack calls the hooks in a fixed order for every build.
 
 ## A minimal plugin
 
@@ -287,6 +277,6 @@ Hooks must not keep state between builds, because incremental builds may call th
 
 ## Errors
 
-Raise quillstack.PluginError with a message that tells the user what to change. Quillstack reports the plugin name, the page being processed and your message, and stops the build unless the user runs with --keep-going.""",
+Raise quillstack.PluginError with a message that tells the user what to change. Quillstack reports the plugin name, the page being processed and your message, and stops the build unless the user runs with --keep-going.''',
     },
 ]

@@ -85,5 +85,5 @@ NEGATIVES = [
     ("siret", "SIRET 812 345 678 00021", "French business id"),
     ("vat_id_de", "DE 284 117 903", "German VAT id"),
     ("measurement", "1,8 bis 2,1 Meter", "German measurement"),
-    ("date_time", "2024-05-22T03:11:09Z", "timestamp"),
+    ("date", "2024-01-21", "post date in a forum thread"),
 ]

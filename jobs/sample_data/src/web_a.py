@@ -46,7 +46,6 @@ PAGES = [
         "ops": [
             ("insert_para", 1, "Walter Pengelly at Gull Rock in 1979. Picture: family collection"),
             ("replace", "for many years the best-known storyteller", "for many years the best known storyteller"),
-            ("replace", "joined the lighthouse service in 1955", "joined the lighthouse service in 1955, aged 22"),
         ],
     },
     {
@@ -136,6 +135,7 @@ We may update this notice from time to time. The date at the top of the page sho
         "site": "gazette",
         "date": "2024-05-14",
         "title": "Port Alder tide times - May 2024",
+        "tags": ["junk"],
         "body": "@@TIDE_TABLE@@",
     },
     {
@@ -440,12 +440,10 @@ Read about cross-references to link pages to each other, and about API pages to 
             ("replace", "This guide walks you through installing Quillstack, creating a new documentation project and building it into a website you can preview on your own computer.",
              "This guide walks you through installing Quillstack 3, creating a project with the new declarative configuration and building a site you can preview locally. If you are upgrading from 2.x, read the migration guide first."),
             ("replace_para", 2, "Quillstack 3.0 requires Python 3.9 or later. We recommend installing it into a virtual environment with pip or pipx:"),
-            ("replace_para", 3, "```\npipx install \"quillstack>=3.0\"\n```"),
+            ("replace", "quillstack>=2.4,<2.5", "quillstack>=3.0,<3.1"),
             ("replace_para", 7, "Create a new project with the new command. It writes a single declarative file called quill.toml, an index page and a folder for static files. The old quill.ini format is no longer read; run quill migrate in a 2.x project to convert it."),
             ("replace_para", 8, "```\nquill new my-docs\ncd my-docs\n```"),
-            ("replace_para", 9, "The quill.toml file holds the project name, theme, plugins and build options in one place. Pages can live anywhere under the source folder, and their titles are taken from the first heading unless set explicitly."),
-            ("replace", "The HTML is written to the _site folder.", "The HTML is written to the build/html folder, and a build report listing warnings is printed at the end."),
-            ("replace", "The server rebuilds only the pages you change, so it stays fast on large projects.", "Incremental builds are now on by default, and the cache is shared between build and serve."),
+            ("replace", "The quill.ini file holds", "The quill.toml file holds"),
             ("append_para", "## Upgrading from 2.x\n\nVersion 3 removes several deprecated options and renames the init command to new. Most projects can be converted automatically with quill migrate, which writes quill.toml next to your old quill.ini and prints anything it could not convert."),
         ],
     },

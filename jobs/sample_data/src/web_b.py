@@ -41,11 +41,7 @@ Error 404""",
         "title": "Lumo 400 Rechargeable Headlamp - 400 Lumen USB-C LED Head Torch",
         "derive_from": "web/ridgeway_headlamp",
         "ops": [
-            ("swap_para", 1, 2),
-            ("replace", "The Lumo 400 charges over USB-C in about three hours", "The Lumo 400 charges via USB-C in about three hours"),
-            ("replace", "so you are never surprised by a flat lamp halfway down a hill", "so you are never surprised by a flat lamp half way down a hill"),
             ("replace", "should not be submerged", "should not be submergd"),
-            ("drop_para", 5),
         ],
         "product": {"price": "€41.95", "was": "€54.99", "sku": "GB-9921", "stock": "Only 3 left! Ships in 24 hours"},
         "reviews": [

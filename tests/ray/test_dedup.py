@@ -1,0 +1,186 @@
+"""The dedup stage on the session's local Ray, on real wiki text with planted
+cross-source duplicates: it removes what a brute-force all-pairs Jaccard says it
+should, exactly the same documents whatever the parallelism, block sizes and shuffle
+partitioning, and incremental runs against a persisted index remove only new data."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+from datapipe import schema as S
+from datapipe.stage import StageContext
+from stages.dedup import Dedup, DedupConfig
+from stages.dedup.minhash import Shingling, shingles
+
+pytestmark = pytest.mark.ray
+
+PRIORITY = ("wiki", "books", "web")
+
+
+def _typo(text: str, rng: random.Random, n: int = 1) -> str:
+    words = text.split(" ")
+    for _ in range(n):
+        i = rng.randrange(len(words))
+        w = words[i]
+        words[i] = (w[:-1] + "q") if len(w) > 1 else "zq"
+    return " ".join(words)
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_dir: Path) -> dict[str, list[tuple[str, str | None, str | None]]]:
+    """{source: [(id, text, reject_reason)]} with planted duplicates."""
+    raw = (shared_dir / "corpora/wiki/wikitext-2-raw.test.txt").read_text(encoding="utf-8")
+    paras = [p.strip() for p in raw.split("\n") if 150 <= len(p.split()) <= 400]
+    assert len(paras) >= 60, "wikitext-2 test split should have long paragraphs"
+    rng = random.Random(5)
+    w = paras[:30]
+    b = paras[30:40]
+    web_distinct = paras[40:55]
+    other = paras[55]
+    b_near_w0 = _typo(w[0], rng)
+    wiki = [(f"wiki/{i:03d}", t, None) for i, t in enumerate(w)]
+    books = [(f"books/{i:03d}", t, None) for i, t in enumerate(b)]
+    books += [("books/100", b_near_w0, None),                          # near dup of wiki/000
+              ("books/101", w[1].upper().replace(".", " !"), None)]     # exact after normalisation
+    web = [(f"web/{i:03d}", t, None) for i, t in enumerate(web_distinct)]
+    web += [
+        ("web/100", w[2], None),                      # exact copy of wiki/002
+        ("web/101", _typo(w[3], rng), None),          # near dup of wiki/003
+        ("web/102", _typo(b[0], rng), None),          # near dup of books/000
+        ("web/103", b[1], None),                      # exact copy of books/001
+        ("web/104", _typo(b_near_w0, rng), None),     # chain: web -> books/100 -> wiki/000
+        ("web/105", other, None),                     # web/105 and web/106: a pair in web only
+        ("web/106", _typo(other, rng), None),
+        ("web/107", w[4], "heuristics:too_short"),    # dropped earlier: passes untouched
+        ("web/108", "", None),                        # nothing to shingle
+        ("web/109", " ".join(w[5].split()[: len(w[5].split()) // 2]), None),  # half of wiki/005: J ~ 0.5, kept
+    ]
+    return {"wiki": wiki, "books": books, "web": web}
+
+
+def _tables(corpus, sources, rows_per_block: int | None = None) -> list[pa.Table]:
+    out = []
+    for src in sources:
+        rows = corpus[src]
+        step = rows_per_block or len(rows)
+        for i in range(0, len(rows), step):
+            part = rows[i:i + step]
+            out.append(S.make_batch(source=src, ids=[r[0] for r in part], texts=[r[1] for r in part],
+                                    reject_reasons=[r[2] for r in part]))
+    return out
+
+
+def _expected(corpus, sources, old: frozenset[str] = frozenset(), threshold: float = 0.8) -> dict[str, str]:
+    """Brute force: all-pairs Jaccard of the shingle sets, connected components,
+    survivor = best (priority, id). ``old``: documents kept by an earlier run; they
+    always survive and are never reported."""
+    rank = {s: i for i, s in enumerate(PRIORITY)}
+    docs = {}
+    for src in PRIORITY:
+        for id_, text, reason in corpus[src]:
+            if id_ in old:
+                docs[id_] = (-1, set(shingles(text)))
+            elif src in sources and reason is None and text and shingles(text):
+                docs[id_] = (rank[src], set(shingles(text)))
+    order = lambda i: (docs[i][0], i)  # noqa: E731
+    ids = sorted(docs, key=order)
+    parent = {i: i for i in ids}
+
+    def find(x):
+        while parent[x] != x:
+            x = parent[x]
+        return x
+
+    for i, x in enumerate(ids):
+        for y in ids[i + 1:]:
+            if x in old and y in old:
+                continue
+            a, b = docs[x][1], docs[y][1]
+            if len(a & b) / len(a | b) >= threshold:
+                rx, ry = sorted([find(x), find(y)], key=order)
+                if rx != ry:
+                    parent[ry] = rx
+    return {i: find(i) for i in ids if find(i) != i and i not in old}
+
+
+def _run(ray_session, tmp_path: Path, name: str, tables, **cfg) -> tuple[pa.Table, dict]:
+    ds = ray_session.data.from_arrow(tables)
+    ctx = StageContext(work_dir=str(tmp_path / name), sources=PRIORITY, stage_index=0)
+    out = Dedup(DedupConfig(source_priority=PRIORITY, **cfg)).run(ds, ctx)
+    table = pa.concat_tables(ray_session.get(out.materialize().to_arrow_refs()))
+    return table, ctx.report
+
+
+def _removed(table: pa.Table) -> dict[str, tuple[str, str]]:
+    t = table.filter(pc.equal(table[S.REJECT_STAGE], "dedup"))
+    return {i: (r, d) for i, r, d in zip(t["id"].to_pylist(), t[S.REJECT_REASON].to_pylist(),
+                                         t[S.REJECT_DETAIL].to_pylist())}
+
+
+def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, corpus):
+    all_src = PRIORITY
+    n_in = sum(len(v) for v in corpus.values())
+    a, rep_a = _run(ray_session, tmp_path, "a", _tables(corpus, all_src))
+    ctx = ray_session.data.DataContext.get_current()
+    old_limit = ctx.execution_options.resource_limits.cpu
+    ctx.execution_options.resource_limits.cpu = 1            # one CPU instead of two
+    try:
+        b, rep_b = _run(ray_session, tmp_path, "b", _tables(corpus, all_src, rows_per_block=7),
+                        batch_size=5, partition_rows=150, components="distributed")
+    finally:
+        ctx.execution_options.resource_limits.cpu = old_limit
+    ra, rb = _removed(a), _removed(b)
+    assert ra == rb
+    assert a.num_rows == b.num_rows == n_in                  # marked, never removed
+    want = _expected(corpus, all_src)
+    assert {i: d for i, (_, d) in ra.items()} == want
+    assert ra["web/100"] == ("dedup:exact", "wiki/002")
+    assert ra["books/101"] == ("dedup:exact", "wiki/001")
+    assert ra["web/101"] == ("dedup:near", "wiki/003")
+    assert ra["web/102"] == ("dedup:near", "books/000")
+    assert ra["web/104"] == ("dedup:near", "wiki/000") and ra["books/100"] == ("dedup:near", "wiki/000")
+    assert ra["web/106"] == ("dedup:near", "web/105")
+    assert "web/109" not in ra and "web/108" not in ra
+    earlier = a.filter(pc.equal(a["id"], "web/107")).to_pylist()[0]
+    assert earlier[S.REJECT_REASON] == "heuristics:too_short" and earlier[S.REJECT_STAGE] == "read"
+    # every column but the marks comes out as it went in
+    order = pc.sort_indices(a["id"])
+    inp = pa.concat_tables(_tables(corpus, all_src))
+    assert a.take(order).select(["id", "source", "text"]).equals(inp.take(pc.sort_indices(inp["id"])).select(
+        ["id", "source", "text"]))
+    # the report
+    assert rep_a["bands"] * rep_a["rows"] <= 128 and set(rep_a["s_curve"]) >= {"0.50", "0.95"}
+    assert rep_a["removed_per_source"]["web"] == {"exact": 2, "near": 4}
+    assert rep_a["matrix"]["web"] == {"wiki": 3, "books": 2, "web": 1}
+    assert rep_a["cluster_sizes"] == {"2": 5, "3": 1}
+    assert rep_b["components"].startswith("distributed") and rep_a["components"] == "local"
+    assert {k: v for k, v in rep_a.items() if k in ("removed_per_source", "matrix", "cluster_sizes")} == \
+           {k: v for k, v in rep_b.items() if k in ("removed_per_source", "matrix", "cluster_sizes")}
+
+
+def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpus):
+    index = tmp_path / "index1"
+    first, rep1 = _run(ray_session, tmp_path, "first", _tables(corpus, ("wiki", "books")), index_out=str(index))
+    kept_first = set(first.filter(pc.is_null(first[S.REJECT_REASON]))["id"].to_pylist())
+    assert rep1["index_out"]["documents"] == len(kept_first)
+    second, rep2 = _run(ray_session, tmp_path, "second", _tables(corpus, ("web",)), index_in=str(index),
+                        index_out=str(tmp_path / "index2"))
+    removed = _removed(second)
+    assert all(i.startswith("web/") for i in removed)
+    assert second.num_rows == len(corpus["web"])
+    want = _expected(corpus, ("web",), old=frozenset(kept_first))
+    assert {i: d for i, (_, d) in removed.items()} == want
+    assert removed["web/100"] == ("dedup:exact", "wiki/002")
+    assert removed["web/103"] == ("dedup:exact", "books/001")
+    assert removed["web/101"] == ("dedup:near", "wiki/003")
+    assert removed["web/106"] == ("dedup:near", "web/105")
+    assert rep2["index_in"]["documents"] == len(kept_first)
+    assert rep2["index_out"]["documents"] == len(kept_first) + rep2["index_out"]["added"]
+    # the same removals as one run over everything (for the new source)
+    full, _ = _run(ray_session, tmp_path, "full", _tables(corpus, PRIORITY))
+    assert {i: v for i, v in _removed(full).items() if i.startswith("web/")} == removed
