@@ -4,7 +4,11 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup sample test bench clean
+.PHONY: setup models sample test bench clean
+
+# Models the sample job needs, trained from the bundled sample corpus (seconds).
+D := jobs/sample_data
+M := models/sample
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,11 +20,28 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
-sample: setup
+$(M)/quality.bin: $(STAMP)
+	$(BIN)/datapipe quality train --positive '$(D)/wiki/*.parquet' '$(D)/books/*.txt*' \
+	  --negative '$(D)/web/*.warc.gz' '$(D)/forum/*.jsonl.zst' \
+	  --calibrate '$(D)/web/*.warc.gz' '$(D)/news/*.jsonl*' '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --out $@
+
+$(M)/lm/en.arpa: $(STAMP)
+	$(BIN)/datapipe lm train --input '$(D)/wiki/*.parquet' --order 5 --out $@
+
+$(M)/lm/cutoffs.csv: $(M)/lm/en.arpa
+	$(BIN)/datapipe lm cutoffs --model $< --input '$(D)/web/*.warc.gz' '$(D)/news/*.jsonl*' \
+	  '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --out $@
+
+models: $(M)/quality.bin $(M)/lm/cutoffs.csv
+
+shared-check:
+	@test -d "$${DATAPIPE_SHARED:-../shared}/models" || { echo "the sample job's language-ID model comes from ../shared/models/lid.176.ftz: put the shared/ folder beside the repo or set DATAPIPE_SHARED" >&2; exit 1; }
+
+sample: setup models shared-check
 	$(BIN)/datapipe run jobs/sample.yaml
 
-test: setup
+test: setup models
 	$(BIN)/python -m pytest -q
 
 clean:
-	rm -rf runs/ .pytest_cache
+	rm -rf runs/ models/ .pytest_cache

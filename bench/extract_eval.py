@@ -26,19 +26,24 @@ is ``stage / baseline - 1`` over the same pages; the target is < 15 %.
 
 from __future__ import annotations
 
-import argparse
-import collections
-import gzip
-import os
-import statistics
 import sys
-import time
 from pathlib import Path
 
-import trafilatura
-
-REPO = Path(__file__).resolve().parents[1]
+# keep bench/ itself off the import path: a script there named like a standard-library
+# module (tokenize.py) would shadow it; import the project from the repository root
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+REPO = _HERE.parent
 sys.path.insert(0, str(REPO))
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import gzip  # noqa: E402
+import os  # noqa: E402
+import statistics  # noqa: E402
+import time  # noqa: E402
+
+import trafilatura  # noqa: E402
 
 from datapipe.schema import make_batch  # noqa: E402
 from stages.extract import Extract, ExtractConfig  # noqa: E402

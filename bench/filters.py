@@ -21,17 +21,22 @@ stage are skipped by the next, c4's cleaned text feeds fineweb. Target: the chai
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
-import os
-import re
 import sys
-import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
+# keep bench/ itself off the import path: a script there named like a standard-library
+# module (tokenize.py) would shadow it; import the project from the repository root
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+REPO = _HERE.parent
 sys.path.insert(0, str(REPO))
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
 
 from datapipe import fasttext_compat  # noqa: E402
 from datapipe.schema import make_batch  # noqa: E402

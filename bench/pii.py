@@ -17,17 +17,24 @@ identical text.
 
 from __future__ import annotations
 
-import argparse
-import gzip
-import json
 import os
-import re
 import sys
-import time
-from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Python puts bench/ first on sys.path for a script run from it, and other scripts there
+# may shadow standard modules (a bench/tokenize.py breaks `import dataclasses`): drop it,
+# and load sibling modules by path instead.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))  # the repository: datapipe/, stages/
+
+import argparse  # noqa: E402
+import gzip  # noqa: E402
+import json  # noqa: E402
+import re  # noqa: E402
+import time  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+REPO = Path(_HERE).parent
 
 import pyarrow as pa  # noqa: E402
 

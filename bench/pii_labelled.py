@@ -27,19 +27,24 @@ Run it as a script to print a summary and a few sample documents.
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import ipaddress
-import json
 import os
-import random
-import re
-import string
 import sys
-import uuid
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable
+
+if __name__ == "__main__":  # run as a script: keep bench/ off sys.path (see pii_quality.py)
+    _HERE = os.path.dirname(os.path.abspath(__file__))
+    sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+
+import base64  # noqa: E402
+import hashlib  # noqa: E402
+import ipaddress  # noqa: E402
+import json  # noqa: E402
+import random  # noqa: E402
+import re  # noqa: E402
+import string  # noqa: E402
+import uuid  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
+from pathlib import Path  # noqa: E402
+from typing import Callable  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 

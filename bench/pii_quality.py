@@ -13,18 +13,36 @@ Targets (issue 6): recall >= 0.95 for e-mail, IP, card, IBAN and every secret ty
 
 from __future__ import annotations
 
-import argparse
+import os
 import sys
-from collections import defaultdict
-from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+# Python puts bench/ first on sys.path for a script run from it, and other scripts there
+# may shadow standard modules (a bench/tokenize.py breaks `import dataclasses`): drop it,
+# and load sibling modules by path instead.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
+sys.path.insert(0, os.path.dirname(_HERE))  # the repository: datapipe/, stages/
 
-import pii_labelled  # noqa: E402
+import argparse  # noqa: E402
+import importlib.util  # noqa: E402
+from collections import defaultdict  # noqa: E402
+from dataclasses import dataclass, field  # noqa: E402
 
 from stages.pii import PII_TYPES, Detector  # noqa: E402
+
+
+def _sibling(name: str):
+    """bench/<name>.py as a module (the one already loaded, if any)."""
+    if name in sys.modules:
+        return sys.modules[name]
+    spec = importlib.util.spec_from_file_location(name, os.path.join(_HERE, name + ".py"))
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+pii_labelled = _sibling("pii_labelled")
 
 RECALL_TARGETS: dict[str, float] = {
     "email": 0.95, "ip": 0.95, "phone": 0.90, "card": 0.95, "iban": 0.95, "ssn": 0.95,

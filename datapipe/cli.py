@@ -43,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("job")
     v.add_argument("--output", help="override the spec's output folder")
     v.set_defaults(func=_cmd_validate)
+
+    from datapipe.lm.cli import add_cli as add_lm_cli
+    from datapipe.quality_train import add_cli as add_quality_cli
+
+    add_quality_cli(sub)
+    add_lm_cli(sub)
     return p
 
 

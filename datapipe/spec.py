@@ -20,7 +20,8 @@ the file, before any data moves.
 
 Placeholders in any string value: ``{spec_dir}`` (this file's folder), ``{stdlib}`` (the
 running interpreter's standard library, real code on every machine), ``{shared}``
-(``$DATAPIPE_SHARED``, default ``<spec_dir>/../../shared``). Source paths and ``output``
+(``$DATAPIPE_SHARED``, default ``<spec_dir>/../../shared``), ``{models}``
+(``$DATAPIPE_MODELS``, default ``<spec_dir>/../models``: models the project trains). Source paths and ``output``
 are relative to the spec file; other relative paths are relative to the working
 directory of the process that runs the job.
 """
@@ -246,6 +247,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         "spec_dir": str(spec_dir),
         "stdlib": sysconfig.get_paths()["stdlib"],
         "shared": default_shared(spec_dir),
+        "models": os.environ.get("DATAPIPE_MODELS", str((spec_dir / ".." / "models").resolve())),
     }
     raw = _expand(raw, subs)
     unknown = set(raw) - TOP_KEYS

@@ -10,12 +10,16 @@ from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.extract import Extract
 from stages.langid import LangId
+from stages.perplexity import PerplexityFilter
+from stages.quality import QualityFilter
 
 REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
     "normalize": Normalize,
     "length": LengthFilter,
     "langid": LangId,
+    "quality": QualityFilter,
+    "perplexity": PerplexityFilter,
 }
 
 

@@ -160,8 +160,7 @@ class C4(RewriteFilterStage):
         if cfg.min_words_per_line is not None and m:
             live = np.flatnonzero(~too_long & ~no_punct)
             if len(live):
-                vals = s.take(pa.array(live)).to_pylist()
-                few_words[live] = [len(v.split()) < cfg.min_words_per_line for v in vals]
+                few_words[live] = T.count_words(s.take(pa.array(live))) < cfg.min_words_per_line
 
         candidate = ~too_long & ~no_punct & ~few_words
         lorem = js = curly = policy = zeros

@@ -73,31 +73,37 @@ class FineWeb(FilterStage):
 
     def keep(self, batch: pa.Table):
         cfg: FineWebConfig = self.config
-        texts = T.text_list(batch)
-        n = len(texts)
-        lines = T.split_lines_py(texts, sep="\n", strip="right", drop_blank=cfg.skip_blank_lines)
+        arr = T.texts_of(batch)
+        n = len(arr)
+        lists = pc.split_pattern(arr, "\n")
+        lines = T.Pieces(pc.utf8_rtrim_whitespace(pc.list_flatten(lists)),
+                         pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64), n)
+        if cfg.skip_blank_lines and len(lines):
+            lines = lines.select(T.lengths(lines.values) > 0)
         n_lines = lines.count()
         safe_lines = np.maximum(n_lines, 1)
         fails: list[tuple[str, np.ndarray, np.ndarray]] = [("empty", n_lines == 0, n_lines)]
 
         if cfg.min_line_punct_ratio is not None:
-            pat = T.char_class(cfg.terminal_punctuation) + "$"
-            ends = T.as_bool(pc.match_substring_regex(lines.values, pat)) if len(lines) else np.zeros(0, bool)
+            if len(lines):
+                last = pc.utf8_slice_codeunits(lines.values, -1)
+                ends = T.as_bool(pc.is_in(last, value_set=pa.array(list(cfg.terminal_punctuation), pa.string())))
+            else:
+                ends = np.zeros(0, bool)
             r = lines.count(ends) / safe_lines
             fails.append(("line_punct_ratio", r <= cfg.min_line_punct_ratio, r))
         if cfg.max_short_line_ratio is not None:
             r = lines.count(T.lengths(lines.values) <= cfg.short_line_length) / safe_lines
             fails.append(("short_line_ratio", r >= cfg.max_short_line_ratio, r))
-        newlines = T.py_counts(texts, lambda t: t.count("\n"))
+        newlines = T.count_byte(arr, 10)
         if cfg.max_char_dup_ratio is not None:
             stripped = pc.utf8_ltrim_whitespace(lines.values) if len(lines) else lines.values
             rep = T.repeats(T.codes(stripped), lines.parent)
             dup_chars = lines.total(T.lengths(stripped).astype(np.float64), rep)
-            non_nl = T.py_counts(texts, len) - newlines
+            non_nl = T.lengths(arr) - newlines
             r = dup_chars / np.maximum(non_nl, 1)
             fails.append(("char_dup_ratio", r >= cfg.max_char_dup_ratio, r))
         if cfg.max_list_ratio is not None:
-            words = T.py_counts(texts, lambda t: len(t.split()))
-            r = newlines / np.maximum(words, 1)
+            r = newlines / np.maximum(T.count_words(arr), 1)
             fails.append(("list_ratio", r > cfg.max_list_ratio, r))
         return T.first_failure(fails, n)

@@ -27,7 +27,6 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -50,7 +49,7 @@ BUCKETS = ("head", "middle", "tail")
 class PerplexityConfig(StageConfig):
     model: str | None = None
     language: str | None = None
-    models: Mapping[str, str] = field(default_factory=dict)
+    models: dict[str, str] = field(default_factory=dict)
     default_language: str | None = None
     max_perplexity: float | None = None
     cutoffs: str | None = None

@@ -19,6 +19,7 @@ import math
 import os
 import signal
 import socket
+import sys
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -31,7 +32,7 @@ import torch.nn.functional as F
 import yaml
 from torch.distributed.tensor import DTensor
 
-from datapipe.errors import SpecError
+from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge import checkpoint
 from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
 from trainer_bridge.mix import resolve_mix
@@ -40,6 +41,7 @@ from trainer_bridge.parallelize import ParallelDims, parallelize
 
 log = logging.getLogger(__name__)
 
+AUTO_VOCAB = 1  # model.vocab_size left out: take it from the mix
 # Dense bf16 peak per GPU (TFLOP/s) for MFU; override with `peak_tflops`.
 PEAK_BF16_TFLOPS = {"H100": 989.0, "H200": 989.0, "A100": 312.0, "L40S": 362.0, "A10": 125.0}
 
@@ -120,7 +122,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     mvalid = {f.name for f in dataclasses.fields(ModelConfig)}
     if set(model_raw) - mvalid:
         raise SpecError(f"{path}: unknown model key(s) {sorted(set(model_raw) - mvalid)}; valid: {sorted(mvalid)}")
-    model_raw.setdefault("vocab_size", 1)  # placeholder until the mix says (see `vocab_from_mix`)
+    model_raw.setdefault("vocab_size", AUTO_VOCAB)  # resolved against the mix in `train`
     try:
         return TrainConfig(model=ModelConfig(**model_raw), **raw)
     except TypeError as e:
@@ -216,13 +218,29 @@ def _batch_digest(batch: dict[str, torch.Tensor], dp_group: Any) -> str | None:
     return hashlib.blake2b(b"".join(parts), digest_size=16).hexdigest()
 
 
-def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[str, Any]]:
-    """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks)."""
-    d = init_distributed(cfg)
-    is_main = d.rank == 0
+@dataclass(kw_only=True)
+class Run:
+    """Everything a training loop touches, built once by :func:`build`."""
+
+    plan: Any
+    model: GPT
+    model_cfg: ModelConfig
+    opt: torch.optim.Optimizer
+    sched: Any
+    loader: MixLoader
+    micro_batch: int
+    total_steps: int
+
+
+def build(cfg: TrainConfig, d: Dist) -> Run:
+    """Resolve the mix, build and parallelise the model, optimizer, schedule and loader."""
     plan = resolve_mix(cfg.mix)
-    mcfg = cfg.model if cfg.model.vocab_size >= plan.vocab_size else \
-        dataclasses.replace(cfg.model, vocab_size=64 * math.ceil(plan.vocab_size / 64))
+    mcfg = cfg.model
+    if mcfg.vocab_size == AUTO_VOCAB:  # from the mix's tokenizer, padded for efficient matmuls
+        mcfg = dataclasses.replace(mcfg, vocab_size=64 * math.ceil(plan.vocab_size / 64))
+    elif mcfg.vocab_size < plan.vocab_size:
+        raise SpecError(f"model.vocab_size {mcfg.vocab_size} < the mix's tokenizer vocabulary {plan.vocab_size}; "
+                        "raise it or leave it out")
     if mcfg.max_seq_len < plan.seq_len:
         raise SpecError(f"model.max_seq_len {mcfg.max_seq_len} < the mix's seq_len {plan.seq_len}; raise it")
     local = cfg.global_batch // d.dims.dp
@@ -230,11 +248,11 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
     if cfg.global_batch % d.dims.dp or local % mb:
         raise SpecError(f"train: global_batch {cfg.global_batch} must split into dp={d.dims.dp} ranks x "
                         f"micro_batch {mb} rows")
-    bf16 = d.device.type == "cuda" and cfg.bf16
-    torch.manual_seed(cfg.seed)  # same init on every rank before sharding
+    torch.manual_seed(cfg.seed)  # the same initial weights on every rank, before sharding
     with torch.device(d.device):
         model = GPT(mcfg)
-    parallelize(model, d.dims, d.mesh, bf16=bf16, activation_checkpointing=cfg.activation_checkpointing)
+    parallelize(model, d.dims, d.mesh, bf16=d.device.type == "cuda" and cfg.bf16,
+                activation_checkpointing=cfg.activation_checkpointing)
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
                             weight_decay=cfg.weight_decay)
     total = cfg.steps or plan.total_samples // cfg.global_batch
@@ -243,30 +261,37 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
     loader = MixLoader(plan, LoaderConfig(global_batch=cfg.global_batch, rank=d.dp_rank, world_size=d.dims.dp,
                                           num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
                                           with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda"))
+    return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader, micro_batch=mb,
+               total_steps=total)
+
+
+def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[str, Any]]:
+    """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks)."""
+    d = init_distributed(cfg)
+    r = build(cfg, d)
+    model, opt, sched, loader, T = r.model, r.opt, r.sched, r.loader, r.plan.seq_len
     step, resume = 0, checkpoint.latest(cfg.ckpt_dir)
     if resume is not None:
         step = checkpoint.load(resume, model=model, optimizer=opt, scheduler=sched, loader=loader)
-    total = min(total, step + loader.steps_left)
+    total = min(r.total_steps, step + loader.steps_left)
     dp_group = d.mesh["dp"].get_group()
-    flops_tok, peak = mcfg.flops_per_token(plan.seq_len), _peak_flops(cfg, d.device)
+    flops_tok, peak = r.model_cfg.flops_per_token(T), _peak_flops(cfg, d.device)
+    bf16 = d.device.type == "cuda" and cfg.bf16
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    if is_main:
-        print(f"run: {mcfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}, "
-              f"{plan.plan_hash}, steps {step}->{total}, global batch {cfg.global_batch} x {plan.seq_len}", flush=True)
-    metrics: list[dict[str, Any]] = []
-    sink = None
-    if is_main and cfg.metrics_path:
-        Path(cfg.metrics_path).parent.mkdir(parents=True, exist_ok=True)
-        sink = open(cfg.metrics_path, "a", encoding="utf-8")
+    log_ = _StepLog(cfg, enabled=d.rank == 0, total=total)
+    log_.echo(f"run: {r.model_cfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}"
+              f"{' bf16' if bf16 else ''}, {r.plan.plan_hash}, steps {step}->{total}, "
+              f"global batch {cfg.global_batch} x {T}")
     try:
         while step < total:
             t0 = time.perf_counter()
             batch = next(loader)
             loss_sum = torch.zeros((), device=d.device)
-            parts = micro_batches(batch, mb)
-            for mbatch in parts:
+            parts = micro_batches(batch, r.micro_batch)
+            for i, mbatch in enumerate(parts):
                 x, y = mbatch["input_ids"].to(d.device), mbatch["labels"].to(d.device)
                 pos = mbatch["position_ids"].to(d.device) if cfg.position_ids else None
+                model.set_requires_gradient_sync(i == len(parts) - 1)  # reduce-scatter once per step
                 with amp:
                     logits = model(x, pos, document_mask=cfg.document_mask)
                 loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()) / len(parts)
@@ -278,32 +303,53 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
             opt.zero_grad(set_to_none=True)
             step += 1
             dist.all_reduce(loss_sum, group=dp_group)  # sum over dp; tp peers hold the same value
-            digest = _batch_digest(batch, dp_group) if cfg.batch_digest else None
-            dt = time.perf_counter() - t0
-            tps = cfg.global_batch * plan.seq_len / dt
-            row = {"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
-                   "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
-                   "mfu": flops_tok * tps / (peak * d.world_size) if peak else None, "batch": digest}
-            if is_main:
-                metrics.append(row)
-                if sink:
-                    sink.write(json.dumps(row) + "\n")
-                    sink.flush()
-                if step % cfg.log_every == 0 or step == total:
-                    mfu = f"  mfu {row['mfu']:.1%}" if row["mfu"] is not None else ""
-                    print(f"step {step:>6}  loss {row['loss']:.4f}  grad_norm {row['grad_norm']:.3f}  "
-                          f"lr {row['lr']:.2e}  tok/s {tps:,.0f}{mfu}", flush=True)
+            tps = cfg.global_batch * T / (time.perf_counter() - t0)
+            log_.step({"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
+                       "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
+                       "mfu": flops_tok * tps / (peak * d.world_size) if peak else None,
+                       "batch": _batch_digest(batch, dp_group) if cfg.batch_digest else None})
             if cfg.ckpt_dir and (step == total or cfg.ckpt_every and step % cfg.ckpt_every == 0):
                 checkpoint.save(cfg.ckpt_dir, step=step, model=model, optimizer=opt, scheduler=sched, loader=loader)
             if kill_after_step is not None and step == kill_after_step:
                 os.kill(os.getpid(), signal.SIGKILL)  # fault injection for resume tests
     finally:
         loader.close()
-        if sink:
-            sink.close()
+        log_.close()
     dist.barrier()
     dist.destroy_process_group()
-    return metrics
+    return log_.rows
+
+
+class _StepLog:
+    """Rank 0's console lines (every ``log_every`` steps) and JSONL metrics (every step)."""
+
+    def __init__(self, cfg: TrainConfig, *, enabled: bool, total: int) -> None:
+        self.enabled, self.every, self.total = enabled, cfg.log_every, total
+        self.rows: list[dict[str, Any]] = []
+        self.sink = None
+        if enabled and cfg.metrics_path:
+            Path(cfg.metrics_path).parent.mkdir(parents=True, exist_ok=True)
+            self.sink = open(cfg.metrics_path, "a", encoding="utf-8")
+
+    def echo(self, line: str) -> None:
+        if self.enabled:
+            print(line, flush=True)
+
+    def step(self, row: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        self.rows.append(row)
+        if self.sink:
+            self.sink.write(json.dumps(row) + "\n")
+            self.sink.flush()
+        if row["step"] % self.every == 0 or row["step"] == self.total:
+            mfu = f"  mfu {row['mfu']:.1%}" if row["mfu"] is not None else ""
+            self.echo(f"step {row['step']:>6}  loss {row['loss']:.4f}  grad_norm {row['grad_norm']:.3f}  "
+                      f"lr {row['lr']:.2e}  tok/s {row['tokens_per_s']:,.0f}{mfu}")
+
+    def close(self) -> None:
+        if self.sink:
+            self.sink.close()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -315,7 +361,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    train(load_config(args.config, args.set), kill_after_step=args.kill_after_step)
+    try:
+        train(load_config(args.config, args.set), kill_after_step=args.kill_after_step)
+    except DatapipeError as e:  # a user mistake: say what to change, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        if dist.is_initialized():
+            dist.destroy_process_group()
+        return 2
     return 0
 
 

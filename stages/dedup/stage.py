@@ -188,7 +188,8 @@ class _Run:
             if schema is None:
                 raise AssertionError(f"no data at {path} and no schema to stand in")
             return ray.data.from_arrow(schema.empty_table())
-        return ray.data.read_parquet(path, columns=columns)
+        ds = ray.data.read_parquet(path)
+        return ds.select_columns(columns) if columns else ds
 
     def _group(self, ds: Any, parts: int, kernel, **fn_kwargs: Any) -> Any:
         """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition
@@ -298,7 +299,7 @@ class _Run:
         # 8. the documents, marked (lazy: the runner streams it on)
         import ray
 
-        return ray.data.read_parquet(docs, columns=columns + [P.BATCH]).map_batches(
+        return ray.data.read_parquet(docs).select_columns(columns + [P.BATCH]).map_batches(
             P.mark, fn_kwargs={"decisions_dir": dec_path, "shards": shards, "stage": self.stage, "columns": columns},
             batch_format=fmt)
 

@@ -18,9 +18,12 @@ mod-97-failing numbers, SSN area 000, secrets carrying the ``EXAMPLE`` marker), 
 is what makes scrubbing idempotent under every policy.
 
 Detectors are grouped into *families* that share a cheap necessary condition, the
-gate (:data:`GATES`): a document on which a family's gate does not match cannot
-contain a detection of that family, so the stage evaluates the gates over a whole
-Arrow batch with RE2 and runs the Python detectors only where a gate fired.
+gate (:data:`GATES`, per detector ``Detector.gates``): a document on which a family's
+gate does not match cannot contain a detection of that family, so the stage evaluates
+the gates over a whole Arrow batch with RE2 and runs the Python detectors only where
+a gate fired. The Python patterns start with a literal or a character class (boundary
+checks come after the first character or in code) so that ``re`` can skip ahead
+instead of trying every position.
 """
 
 from __future__ import annotations
@@ -127,6 +130,7 @@ _VERSION_CUE_RE = re.compile(
     r"install|installed|installing|package|library|python|java|node|php|ruby|perl|android|ios|"
     r"windows|chrome|firefox|edge|tag|tagged|bump|bumped|section|sections|chapter|clause|article|"
     r"paragraph|rule|figure|fig|table|step|oid|isbn|changelog)\b[^.\n]{0,12}$|(?:==|>=|<=|~=|@)[ ]?$", _A)
+_PACKAGE_DASH_RE = re.compile(r"[A-Za-z][\-_]$", _A)  # "openssl-1.0.2.17"
 _IP_CUE_RE = re.compile(
     r"(?i)\b(?:ip|ips|ipv4|address|addresses|addr|server|servers|host|hosts|hostname|dns|ping|gateway|"
     r"proxy|ssh|connect|connected|connecting|connection|resolve|resolves|resolved|router|client|"
@@ -158,7 +162,7 @@ _PHONE_CUE_RE = re.compile(
 _NEG_CUE_RE = re.compile(
     r"(?i)(?:\b(?:isbn|isbn-1[03]|issn|doi|serial|s/n|sn|part|p/n|pn|model|sku|order|orders|invoice|"
     r"inv|ref|reference|ticket|case|tracking|patent|pat|item|article|art|product|lot|batch|version|"
-    r"ver|build|rev|id|ids|no|nr|num|account|acct|routing|iban|bic|swift|vat|tax|ein|zip|postcode|"
+    r"ver|build|rev|id|ids|no|nr|num|account|acct|routing|iban|bic|swift|vat|tax|ein|ssn|zip|postcode|"
     r"code|pin|otp|receipt|transaction|txn|confirmation|booking|reservation|isin|cusip|upc|ean|gtin|"
     r"asin|imei|mac|page|pages|pp|vol|volume|chapter|issue|issues|pr|commit|hash|checksum|seed|"
     r"population|pop|total|sum|kg|km|km2|mi|ft|lbs|usd|eur|gbp|jpy|rs|inr|price|cost|costs)\b"
@@ -212,7 +216,12 @@ _PK_HEADER_LINE_RE = re.compile(r"[ \t]*[A-Za-z\-]+:[^\n]*", _A)
 _URL_PW_RE = re.compile(r"://([^\s/?#@:\"'<>]*):([^\s/?#\"'<>]+)@(?=[A-Za-z0-9\[_])", _A)
 _SCHEME_TAIL_RE = re.compile(r"(?<![A-Za-z0-9+.\-])[A-Za-z][A-Za-z0-9+.\-]{1,30}$", _A)
 _CONN_PW_RE = re.compile(
-    r"[Pp](?:assword|ASSWORD|wd|WD)[ \t]*=[ \t]*(?:'([^'\n]{1,128})'|\"([^\"\n]{1,128})\"|(?![A-Za-z_][A-Za-z0-9_]*=)((?:[^;&\s\"'<>]|&(?![A-Za-z_][A-Za-z0-9_]*=)){1,128}))", _A)
+    r"[Pp](?:assword|ASSWORD|wd|WD)[ \t]*=[ \t]*"
+    r"(?:'([^'\n]{1,128})'"                            # 'quoted'
+    r"|\"([^\"\n]{1,128})\""                           # "quoted"
+    r"|(?![A-Za-z_][A-Za-z0-9_]*=)"                    # not the next key=value (an emptied password)
+    r"((?:[^;&\s\"'<>]|&(?![A-Za-z_][A-Za-z0-9_]*=)){1,128}))",  # bare, up to ; & (a new param) or space
+    _A)
 _CONN_CUE_RE = re.compile(
     r"(?i)(?<![A-Za-z0-9_])(?:server|data source|host|hostname|addr|address|uid|user id|user|username|"
     r"database|initial catalog|dbname|port|sslmode|trusted_connection|driver|provider)[ \t]*=", _A)
@@ -463,7 +472,7 @@ class Detector:
                 continue
             before = text[max(0, m.start() - 40):m.start()]
             before = before.rsplit("\n", 1)[-1]
-            if _VERSION_CUE_RE.search(before) or re.search(r"[A-Za-z][\-_]$", before):
+            if _VERSION_CUE_RE.search(before) or _PACKAGE_DASH_RE.search(before):
                 continue  # "version 1.2.3.4", "openssl-1.0.2.17"
             if all(len(p) == 1 for p in parts) and not _IP_CUE_RE.search(text[max(0, m.start() - 60):m.start()]):
                 continue  # 1.2.3.4 with no network context reads as a version
@@ -813,6 +822,8 @@ def _phone_layout(groups: list[_Group], intl: bool, cue: bool) -> str | None:
         return None  # "(1985)", "407-437 (2005)": only an area code or country code sits in parentheses
     if len(groups) == 4 and all(_norm_sep(g.sep) == "." and len(g.digits) <= 3 for g in groups[1:]) and len(groups[0].digits) <= 3:
         return None  # dotted quad: an IPv4 address or a version
+    if not intl and [len(g.digits) for g in groups] == [3, 2, 4] and groups[1].sep == groups[2].sep == "-":
+        return None  # 123-45-6789 is the SSN layout
     body = [g for g in groups if not (g.paren and g.digits == "0")]
     inner = body[2:-1] if intl else body[1:-1]
     if any(len(g.digits) == 1 for g in inner):
@@ -879,12 +890,15 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
     groups = _groups(text, start, end)
     if not groups or (not intl_prefix and _IBAN_HEAD_RE.search(text, max(0, start - 40), start)):
         return None
+    # groups in a card or account-number layout (4-4-4-4, Amex 4-6-5, Diners 4-6-4)
+    # belong to that number, never to a phone
     sizes = [len(g.digits) for g in groups]
-    if any(sizes[i:i + 4] == [4, 4, 4, 4] for i in range(len(sizes) - 3)):
-        return None  # card or account-number layout
-    if any(sizes[i:i + 3] in ([4, 6, 5], [4, 6, 4]) and len({g.sep for g in groups[i + 1:i + 3]}) == 1
-           for i in range(len(sizes) - 2)):
-        return None  # American Express / Diners layout
+    card_like: set[int] = set()
+    for i in range(len(sizes)):
+        for layout in ([4, 4, 4, 4], [4, 6, 5], [4, 6, 4]):
+            k = len(layout)
+            if sizes[i:i + k] == layout and len({g.sep for g in groups[i + 1:i + k]}) == 1:
+                card_like.update(range(i, i + k))
     if intl_prefix == "00":  # "0044 20 ..." -> the group starts with the 00
         g0 = groups[0]
         if len(g0.digits) > 2:
@@ -906,6 +920,8 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
     for size in range(n, 0, -1):
         for i in range(0, n - size + 1):
             if not 8 <= cum[i + size] - cum[i] <= 17:
+                continue
+            if card_like and not card_like.isdisjoint(range(i, i + size)):
                 continue
             win = groups[i:i + size]
             if i > 0 and win[0].sep in (".", "-", "/"):

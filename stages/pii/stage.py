@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import Any, ClassVar, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -55,10 +55,10 @@ class PiiConfig(StageConfig):
     (default: kept; they identify nobody outside their network).
     """
 
-    types: Sequence[str] = PII_TYPES
+    types: tuple[str, ...] = PII_TYPES
     policy: str = "placeholder"
-    policies: Mapping[str, str] = field(default_factory=dict)
-    placeholders: Mapping[str, str] = field(default_factory=dict)
+    policies: dict[str, str] = field(default_factory=dict)
+    placeholders: dict[str, str] = field(default_factory=dict)
     key: str = DEFAULT_KEY
     pseudonym_scope: str = "document"
     scrub_private_ip: bool = False

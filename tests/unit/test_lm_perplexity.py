@@ -17,6 +17,7 @@ from warcio.archiveiterator import ArchiveIterator
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.lm import cli as lm_cli
+from datapipe.lm import corpus
 from datapipe.lm.card import read_card
 from datapipe.lm.score import perplexities
 from datapipe.lm.train import compute_cutoffs, read_cutoffs, train_lm
@@ -204,3 +205,21 @@ def test_cli_train_and_cutoffs(shared_dir, tmp_path, capsys):
                               "--out", str(tmp_path / "c.csv")])
     assert args.func(args) == 0
     assert json.loads(capsys.readouterr().out)["languages"] == {"en": 20}
+
+
+def test_sample_corpus_recipe(repo_dir, tmp_path):
+    """`lm train` + `lm cutoffs` on the bundled sample corpus, as `make sample` runs them."""
+    d = repo_dir / "jobs" / "sample_data"
+    model = tmp_path / "en.arpa"
+    card = train_lm([str(d / "wiki" / "*.parquet")], str(model), order=5)
+    assert card["documents"] == 40 and card["normalisation_max_error"] < 1e-9
+    sample = [str(d / "web" / "*.warc.gz"), str(d / "news" / "*.jsonl*"), str(d / "forum" / "*.jsonl.zst"),
+              str(d / "wet" / "*.wet.gz")]
+    res = compute_cutoffs({"en": str(model)}, sample, str(tmp_path / "cutoffs.csv"))
+    assert res["languages"]["en"] > 80
+    stage = PerplexityFilter(PerplexityConfig(model=str(model), cutoffs=str(tmp_path / "cutoffs.csv"),
+                                              max_perplexity=3000.0))
+    texts = [doc.text for doc in corpus.iter_docs([str(d / "forum" / "*.jsonl.zst")])]
+    out, stats = stage.process(S.make_batch(source="forum", ids=[f"f/{i}" for i in range(len(texts))], texts=texts))
+    assert set(out.column("perplexity_bucket").to_pylist()) <= {"head", "middle", "tail"}
+    assert 0 < stats["forum"].docs_out < len(texts)

@@ -236,3 +236,22 @@ def test_allot_splits_evenly_and_refills():
     assert allot([10, 100, 100], 90) == [10, 40, 40]
     assert allot([3, 4], 100) == [3, 4]
     assert sum(allot([7, 11, 13], 20)) == 20
+
+
+def test_sample_corpus_recipe(repo_dir, tmp_path):
+    """The recipe `make sample` runs on a fresh machine: the bundled corpus alone."""
+    d = repo_dir / "jobs" / "sample_data"
+    out = tmp_path / "quality.bin"
+    card = train_quality(QualityTrainConfig(
+        positive=(str(d / "wiki" / "*.parquet"), str(d / "books" / "*.txt*")),
+        negative=(str(d / "web" / "*.warc.gz"), str(d / "forum" / "*.jsonl.zst")),
+        calibrate=(str(d / "web" / "*.warc.gz"), str(d / "news" / "*.jsonl*"), str(d / "forum" / "*.jsonl.zst"),
+                   str(d / "wet" / "*.wet.gz")),
+        out=str(out)))
+    assert card["heldout"]["auc"] > 0.85
+    assert card["calibration"]["documents"] > 80
+    # the stage config the sample job uses validates and runs
+    stage = QualityFilter(QualityConfig(model=str(out), threshold=0.1))
+    texts = [doc.text for doc in corpus.iter_docs([str(d / "news" / "*.jsonl*")])]
+    res, stats = stage.process(_batch(texts, "news"))
+    assert 0 < stats["news"].docs_out < len(texts)
