@@ -219,7 +219,7 @@ class _Gen:
         while True:
             area = self.digits(3, "23456789")
             exch = self.digits(3, "23456789")
-            if area[1:] != "11" and exch[1:] != "11" and exch != "555":
+            if area[1:] != "11" and area[1] != "9" and exch[1:] != "11":
                 return area, exch, self.digits(4)
 
     def phone(self) -> tuple[str, str]:
@@ -324,6 +324,7 @@ class _Gen:
             (f"+91-{self.digits(5, '6789')}-{self.digits(5)}", "in-dashes"), (f"+86 138 {self.digits(4)} {self.digits(4)}", "cn-mobile"),
             (f"03-{self.digits(4, '123456789')}-{self.digits(4)}", "jp-national"),
             (f"(11) 9{self.digits(4)}-{self.digits(4)}", "br-national"), (f"tel:+1{a}{e}{n}", "tel-uri"),
+            (f"({a}) 555-01{self.digits(2)}", "us-555-01xx"),
             (f"{self.digits(3, '6')} {self.digits(3)} {self.digits(3)}", "es-mobile-national"),
         ]
         v, f = self.pick(fmts)
@@ -715,7 +716,6 @@ def _neg_phrases(g: _Gen) -> list[tuple[str, str, str]]:
         ("public_key", "{v}", "-----BEGIN PUBLIC KEY-----\n" + base64.b64encode(bytes(r.randrange(256) for _ in range(96))).decode()[:64]
          + "\n-----END PUBLIC KEY-----"),
         ("not_aws", "{v}", "AKIA" + g.chars(key_up, 12)),
-        ("fiction_phone", "Call {v} in the film.", f"({a}) 555-01{g.digits(2)}"),
         ("wiki_numbers", "a population of {v} inhabitants", f"{r.randrange(1, 9)} @,@ {g.digits(3)} @,@ {g.digits(3)}"),
         ("page_range", "see pp. {v}", f"{r.randrange(100, 400)}-{r.randrange(400, 800)}"),
         ("doi", "doi:{v}", f"10.{r.randrange(1000, 9999)}/{g.digits(7)}"),

@@ -13,7 +13,7 @@ same characters the more specific type wins (a private key block over the JWT or
 token inside it, an IBAN over the card-like digits inside it).
 
 Values this module's own pseudonyms produce are never detected (reserved e-mail
-domains, documentation IP ranges, the NANP 555-01XX fiction block, Luhn- and
+domains, documentation IP ranges, NANP area codes reserved for expansion (N9X), Luhn- and
 mod-97-failing numbers, SSN area 000, secrets carrying the ``EXAMPLE`` marker), which
 is what makes scrubbing idempotent under every policy.
 
@@ -157,16 +157,20 @@ _GROUP_RE = re.compile(r"\(?[0-9]+\)?", _A)
 _PHONE_CUE_RE = re.compile(
     r"(?i)(?:\b(?:tel|tele|phone|phones|telephone|telephones|mobile|mob|cell|cellphone|fax|call|"
     r"calls|calling|contact|whatsapp|sms|ring|dial|hotline|helpline|tel\.?no|t[eé]l|"
+    r"llam[aeo]n?|llamar|ll[aá]menos|llamada|m[oó]vil|appel(?:ez|er)?|appelez-nous|joindre|anrufen|"
+    r"erreichbar|chiama(?:re|te)?|cellulare|zadzwo[nń]|kom[oó]rka|"
     r"t[eé]l[eé]phone|telefon|telefono|tel[eé]fono|telefonnummer|handy|mobil|portable|ph|tlf|ruf|rufnummer)\b"
     r"[^\n]{0,24}|(?-i:(?<![A-Za-z0-9])[TMPF][:.])[ \t\xa0]*)$", _A)
 _NEG_CUE_RE = re.compile(
-    r"(?i)(?:\b(?:isbn|isbn-1[03]|issn|doi|serial|s/n|sn|part|p/n|pn|model|sku|order|orders|invoice|"
-    r"inv|ref|reference|ticket|case|tracking|patent|pat|item|article|art|product|lot|batch|version|"
-    r"ver|build|rev|id|ids|no|nr|num|account|acct|routing|iban|bic|swift|vat|tax|ein|ssn|zip|postcode|"
+    r"(?i)(?:\b(?:isbn|isbn-1[03]|issn|doi|serial|s/n|part|p/n|model|sku|order|orders|invoice|"
+    r"reference|ticket|case|tracking|patent|item|article|product|lot|batch|version|"
+    r"build|id|ids|account|routing|iban|bic|swift|vat|tax|ein|ssn|zip|postcode|"
     r"code|pin|otp|receipt|transaction|txn|confirmation|booking|reservation|isin|cusip|upc|ean|gtin|"
-    r"asin|imei|mac|page|pages|pp|vol|volume|chapter|issue|issues|pr|commit|hash|checksum|seed|"
-    r"population|pop|total|sum|kg|km|km2|mi|ft|lbs|usd|eur|gbp|jpy|rs|inr|price|cost|costs)\b"
-    r"|[#№$€£¥=+*×÷^]|\d[ ]?[x×*/+\-])[^A-Za-z0-9\n]{0,3}$", _A)
+    r"asin|imei|mac|page|pages|volume|chapter|issue|issues|pr|commit|hash|checksum|seed|"
+    r"population|total|sum|kg|km|km2|mi|ft|lbs|usd|eur|gbp|jpy|rs|inr|price|cost|costs)\b"
+    r"[ \t:#№()\-]{0,3}"   # a word right before, no sentence end in between ("... the case. 020 ...")
+    r"|\b(?:no|nr|num|inv|ref|pat|art|ver|rev|sn|pn|acct|pp|vol|pop)\b\.?[ \t:#№]{0,3}"  # abbreviations
+    r"|[#№$€£¥=+*×÷^][^A-Za-z0-9\n]{0,3}|\d[ ]?[x×*/+\-][ ]?)$", _A)
 _SSN_RE = re.compile(r"([0-9](?<![0-9A-Za-z_\-./][0-9])[0-9]{2})([ \-]?)([0-9]{2})\2([0-9]{4})(?![0-9A-Za-z_]|[\-./][0-9])", _A)
 _SSN_CUE_RE = re.compile(r"(?i)(?:\bssn|\bss#|\bsocial[ \-]security(?:[ \-]number|[ \-]no\.?|[ \-]#)?|\bsoc\.?[ ]?sec\.?)[^\n]{0,20}$", _A)
 _SSN_DENY = frozenset({"078051120", "219099999", "123456789"})
@@ -344,22 +348,31 @@ def jwt_ok(header: str) -> bool:
     return isinstance(obj, dict) and isinstance(obj.get("alg"), str)
 
 
-def secret_plausible(body: str, min_classes: int = 2) -> bool:
+_PLACEHOLDER_WORDS = ("your", "xxxx", "example", "secret", "token", "placeholder", "redacted", "dummy", "sample")
+
+
+def secret_plausible(body: str, strict: bool = True) -> bool:
     """A token body that is random-looking and not a documentation placeholder.
 
-    ``min_classes``: how many of upper/lower/digit must occur (1 for formats whose
-    prefix and length already pin them down, like AWS key ids, which are
-    upper-case base32 and can lack digits)."""
+    ``strict`` (for prefixes that alone say little, like ``sk-``): upper, lower and
+    digit classes mixed and at least 3 bits of entropy per character. Formats whose
+    prefix and length pin them down (AWS key ids are upper-case base32 and may lack
+    digits) only need enough distinct characters and no placeholder words."""
     if EXAMPLE_MARK in body:
+        return False
+    low = body.lower()
+    if any(w in low for w in _PLACEHOLDER_WORDS):
         return False
     chars = [c for c in body if c.isalnum()]
     if len(chars) < 10:
         return False
-    classes = any(c.isupper() for c in chars) + any(c.islower() for c in chars) + any(c.isdigit() for c in chars)
-    if classes < min_classes:
-        return False
     counts = Counter(chars)
     if len(counts) < min(10, len(chars) // 3):
+        return False
+    if not strict:
+        return True
+    classes = any(c.isupper() for c in chars) + any(c.islower() for c in chars) + any(c.isdigit() for c in chars)
+    if classes < 2:
         return False
     n = len(chars)
     entropy = -sum(k / n * math.log2(k / n) for k in counts.values())
@@ -613,11 +626,11 @@ class Detector:
                 tok = m.group()
                 p = _TOKEN_PREFIX_RE.match(tok)
                 prefix = p.group() if p else ""
-                if secret_plausible(tok[len(prefix):], 2 if weak else 1):
+                if secret_plausible(tok[len(prefix):], strict=weak):
                     yield Span(m.start(), m.end(), "api_key", prefix)
         if "ecret" in text or "ECRET" in text:
             for m in _AWS_SECRET_RE.finditer(text):
-                if secret_plausible(m.group(1)):
+                if secret_plausible(m.group(1), strict=True):
                     yield Span(m.start(1), m.end(1), "api_key", "")
         if "hooks.slack.com" not in text:
             return
@@ -793,12 +806,13 @@ def _country_code(digits: str) -> str | None:
 
 
 def _nanp_ok(nsn: str) -> bool:
-    """NANP: NXX-NXX-XXXX, no N11 area or exchange, not the 555-01XX fiction block."""
+    """NANP: NXX-NXX-XXXX, no N11 area or exchange, and not an N9X area code (reserved
+    for the plan's expansion, so never anyone's number; phone pseudonyms live there)."""
     if len(nsn) != 10 or nsn[0] in "01" or nsn[3] in "01":
         return False
     if nsn[1:3] == "11" or nsn[4:6] == "11":
         return False
-    return not (nsn[3:6] == "555" and nsn[6:8] == "01")
+    return nsn[1] != "9"
 
 
 def _seps_consistent(groups: list[_Group], intl: bool) -> bool:

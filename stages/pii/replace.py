@@ -18,8 +18,9 @@ type           fake
 email          local part with the original's shape, at example.com/.net/.org
 ip             IPv4 from the documentation nets (192.0.2/24, 198.51.100/24,
                203.0.113/24); IPv6 from 2001:db8::/32
-phone          a NANP number in the 555-01XX block reserved for fiction; a NANP
-               original keeps its layout, others read ``+1 AAA 555 01XX``
+phone          a NANP number with an N9X area code (reserved for the plan's
+               expansion: nobody's number); a NANP original keeps its layout,
+               others read ``+1 N9X NXX XXXX``
 card           same network digit, length and grouping; the Luhn check fails
 iban           same country, length and grouping; the mod-97 check fails
 ssn            area 000 (never issued), original layout
@@ -200,16 +201,18 @@ class Replacer:
         return str(net.network_address + 1 + rnd.below(254))
 
     def _fake_phone(self, span: Span, value: str, rnd: _Stream) -> str:
+        area = rnd.choice("23456789") + "9" + rnd.choice(_DIGITS)
         while True:
-            area = rnd.choice("23456789") + rnd.chars(_DIGITS, 2)
-            if area[1:] != "11":
+            exchange = rnd.choice("23456789") + rnd.chars(_DIGITS, 2)
+            if exchange[1:] != "11":
                 break
-        fake10 = area + "555" + "01" + rnd.chars(_DIGITS, 2)
+        line = rnd.chars(_DIGITS, 4)
+        fake10 = area + exchange + line
         ndigits = sum(c.isdigit() for c in value)
         if span.info in ("nanp", "intl:1") and ndigits in (10, 11):
             return _fill_digits(value, ("1" + fake10)[-ndigits:])
         sep = next((c for c in value if c in " -."), " ")
-        return f"+1{sep}{area}{sep}555{sep}01{fake10[-2:]}"
+        return f"+1{sep}{area}{sep}{exchange}{sep}{line}"
 
     def _fake_card(self, span: Span, value: str, rnd: _Stream) -> str:
         digits = [c for c in value if c.isdigit()]

@@ -33,7 +33,16 @@ def _data_files(out: Path) -> dict[str, bytes]:
 
 
 @pytest.fixture(scope="session")
-def sample_output(ray_cluster, repo_dir, tmp_path_factory):
+def sample_models(repo_dir):
+    """The models jobs/sample.yaml uses, trained from the bundled corpus (`make models`)."""
+    proc = subprocess.run(["make", "-s", "models", f"BIN={Path(sys.executable).parent}", "STAMP="],
+                          cwd=repo_dir, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return repo_dir / "models"
+
+
+@pytest.fixture(scope="session")
+def sample_output(ray_cluster, repo_dir, tmp_path_factory, sample_models, shared_dir):
     """jobs/sample.yaml run once through the CLI (on the session cluster)."""
     out = tmp_path_factory.mktemp("sample") / "out"
     proc = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], _env(ray_cluster),
@@ -76,13 +85,17 @@ def test_killed_run_leaves_nothing_complete_and_rerun_matches(ray_cluster, repo_
     assert (out / "manifest.json").read_text() == (reference / "manifest.json").read_text()
 
 
-def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sample_output):
+def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sample_output, shared_dir):
     reference, _ = sample_output
     out = tmp_path / "submitted"
     ray_bin = Path(sys.executable).with_name("ray")
     env = dict(ray_cluster["env"])
     env.pop("RAY_ADDRESS", None)
+    # the working dir is copied without .gitignored files (models/, .venv/): point at them
+    runtime_env = {"env_vars": {"DATAPIPE_SHARED": str(shared_dir), "DATAPIPE_MODELS": str(repo_dir / "models"),
+                                "DATAPIPE_PROGRESS": "0"}}
     cmd = [str(ray_bin), "job", "submit", "--address", ray_cluster["dashboard"], "--working-dir", str(repo_dir),
+           "--runtime-env-json", json.dumps(runtime_env),
            "--", "python", "-m", "datapipe", "run", "jobs/sample.yaml", "--output", str(out)]
     proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]

@@ -90,3 +90,21 @@ def test_manifest_errors_say_what_is_wrong(tmp_path):
         load_manifest(path)
     with pytest.raises(SpecError, match="not found"):
         load_manifest(tmp_path / "nope" / "manifest.json")
+
+
+def test_reads_what_the_pipeline_shard_writer_writes(tmp_path):
+    """Integration with `datapipe.shards.SourceShardWriter`: exact tokens, hashes verified."""
+    from datapipe.shards import SourceShardWriter
+    from datapipe.tokenizer import FINGERPRINT_ALGO, TokenizerInfo
+
+    info = TokenizerInfo(path="t", fingerprint=f"{FINGERPRINT_ALGO}:t", vocab_size=1000, eos_id=999, eos_token="<e>")
+    writer = SourceShardWriter(tmp_path, "wiki", tokenizer_info=info, shard_tokens=97, seed=0,
+                               lineage={"job_hash": "t", "inputs": []})
+    rng = np.random.default_rng(0)
+    docs = [rng.integers(0, 999, rng.integers(1, 40)) for _ in range(60)]
+    writer.add(np.concatenate(docs), np.array([len(d) for d in docs]))
+    m = load_manifest(writer.finish())
+    ts = TokenStream(m, verify_hashes=True)
+    want = np.concatenate([np.append(d, 999) for d in docs])
+    assert len(m.shards) > 5 and m.eos_id == 999
+    assert np.array_equal(ts.read(0, ts.n_tokens), want)

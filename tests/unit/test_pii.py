@@ -136,7 +136,7 @@ HARD_NEGATIVES = [
     "AKIAIOSFODNN7EXAMPLE ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx sk-your-api-key-here sk-learn-compatible-estimator",
     "-----BEGIN PUBLIC KEY-----\nMFkwEwYHKoZIzj0CAQYIKoZIzj0DAQcDQgAEb8kN7Zb1Y2xQvUQ3n\n-----END PUBLIC KEY-----",
     "The file must start with -----BEGIN RSA PRIVATE KEY----- and end with the END line.",
-    "Call (212) 555-0142 in the film; a population of 8 336 817; see pp. 123-145; doi:10.1000/1822347",
+    "a population of 8 336 817; see pp. 123-145; doi:10.1000/1822347; area code (295) is reserved",
     "a population of 1 @,@ 234 @,@ 567 inhabitants and 1844-1994 and 765 F. 2d 1417 (1985)",
 ]
 
@@ -193,7 +193,8 @@ def test_pseudonyms_keep_the_shape_of_their_type():
     iban = re.search(r"IBAN (DE\d\d \d{4} \d{4} \d{4} \d{4} \d\d)", out).group(1)
     assert not iban_ok(iban.replace(" ", ""))
     assert re.search(r"SSN 000-\d\d-\d{4}", out)
-    assert re.search(r"call \+1 \d{3} 555 01\d\d or \(\d{3}\) 555-01\d\d", out)   # NANP fiction block; NANP layout kept
+    # phones: NANP numbers in reserved N9X area codes; a NANP original keeps its layout
+    assert re.search(r"call \+1 [2-9]9\d [2-9]\d\d \d{4} or \([2-9]9\d\) [2-9]\d\d-\d{4}", out)
     assert re.search(r"key AKIA[A-Z0-9]{9}EXAMPLE", out)
     assert re.search(r"postgres://admin:[A-Za-z0-9]+EXAMPLE@db:5432/x", out)
 
