@@ -7,6 +7,7 @@ and what would be accepted. Lists become tuples where the field wants a tuple.
 
 from __future__ import annotations
 
+import collections.abc
 import dataclasses
 import difflib
 import types
@@ -72,7 +73,7 @@ def coerce(value: Any, tp: Any) -> Any:
         if isinstance(value, str):
             return value
         raise _Mismatch
-    if origin in (tuple, list, typing.Sequence, set, frozenset) or tp in (tuple, list):
+    if origin in (tuple, list, set, frozenset, collections.abc.Sequence) or tp in (tuple, list):
         if not isinstance(value, (list, tuple)):
             raise _Mismatch
         if origin is tuple and args and args[-1] is not Ellipsis:
@@ -82,7 +83,7 @@ def coerce(value: Any, tp: Any) -> Any:
         item = args[0] if args else Any
         items = [coerce(v, item) for v in value]
         return list(items) if origin is list else tuple(items)
-    if origin in (dict, Mapping, typing.Mapping) or tp is dict:
+    if origin in (dict, collections.abc.Mapping) or tp is dict:
         if not isinstance(value, dict):
             raise _Mismatch
         if args:

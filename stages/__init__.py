@@ -11,6 +11,7 @@ from stages.basic import LengthFilter, Normalize
 from stages.extract import Extract
 from stages.langid import LangId
 from stages.perplexity import PerplexityFilter
+from stages.pii import PiiStage
 from stages.quality import QualityFilter
 
 REGISTRY: dict[str, type[Stage]] = {
@@ -20,6 +21,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "langid": LangId,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
+    "pii": PiiStage,
 }
 
 

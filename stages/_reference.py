@@ -23,7 +23,6 @@ from stages.gopher_repetition import GopherRepetitionConfig
 
 Verdict = tuple[str, float] | None
 
-_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t\r\x0b\x0c]*\r?\n")
 _CITATION = re.compile(r"\[\d*\]|\[edit\]|\[citation needed\]")
 _SENTENCE_END = re.compile(r"[.!?]+[\"'\u201d\u2019)\]]*(?:\s|$)")
 
@@ -82,8 +81,14 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
 
 def gopher_repetition(text: str, cfg: GopherRepetitionConfig) -> Verdict:
     total = max(len(text), 1)
-    paras = [p.strip() for p in _PARAGRAPH_BREAK.split(text)]
-    paras = [p for p in paras if p]
+    paras, run = [], []
+    for line in text.splitlines() + [""]:
+        line = line.strip()
+        if line:
+            run.append(line)
+        elif run:
+            paras.append("\n".join(run))
+            run = []
     count, chars = _duplicates(paras)
     if cfg.max_dup_para_frac is not None and count / max(len(paras), 1) > cfg.max_dup_para_frac:
         return "dup_para_frac", count / max(len(paras), 1)

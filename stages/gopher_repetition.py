@@ -21,8 +21,10 @@ Exact semantics (they follow datatrove's ``GopherRepetitionFilter``):
 
 * a *repeat* is an occurrence after the first one in the same document; the first
   occurrence never counts;
-* paragraphs are separated by blank lines, lines by line breaks; both are compared
-  after stripping surrounding whitespace, and blank ones are ignored;
+* lines are ``str.splitlines()`` lines compared after stripping surrounding whitespace;
+  blank lines are ignored; a paragraph is a run of non-blank lines (paragraphs are
+  separated by blank lines) and is compared and measured as its stripped lines joined
+  by newlines;
 * n-grams are over whitespace tokens; a top n-gram's characters are its words joined by
   single spaces (times its count; ties go to the n-gram seen first); repeated n-gram
   characters are the characters of the words covered by at least one repeated n-gram,
@@ -34,7 +36,6 @@ Exact semantics (they follow datatrove's ``GopherRepetitionFilter``):
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -48,7 +49,6 @@ log = logging.getLogger(__name__)
 
 GOPHER_TOP_NGRAMS = {2: 0.20, 3: 0.18, 4: 0.16}
 GOPHER_DUP_NGRAMS = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
-_PARAGRAPH_BREAK = re.compile(r"\r?\n[ \t\r\x0b\x0c]*\r?\n")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -95,25 +95,26 @@ class GopherRepetition(FilterStage):
         total_chars = np.maximum(T.py_counts(texts, len), 1).astype(np.float64)
         fails: list[tuple[str, np.ndarray, np.ndarray]] = []
 
-        if cfg.max_dup_para_frac is not None or cfg.max_dup_para_char_frac is not None:
-            paras = _pieces([[p.strip() for p in _PARAGRAPH_BREAK.split(t)] for t in texts])
-            dup_count, dup_chars, count = _duplicates(paras)
-            if cfg.max_dup_para_frac is not None:
-                r = dup_count / np.maximum(count, 1)
-                fails.append(("dup_para_frac", r > cfg.max_dup_para_frac, r))
-            if cfg.max_dup_para_char_frac is not None:
-                r = dup_chars / total_chars
-                fails.append(("dup_para_char_frac", r > cfg.max_dup_para_char_frac, r))
-
-        if cfg.max_dup_line_frac is not None or cfg.max_dup_line_char_frac is not None:
-            lines = _pieces([[x.strip() for x in t.splitlines()] for t in texts])
-            dup_count, dup_chars, count = _duplicates(lines)
-            if cfg.max_dup_line_frac is not None:
-                r = dup_count / np.maximum(count, 1)
-                fails.append(("dup_line_frac", r > cfg.max_dup_line_frac, r))
-            if cfg.max_dup_line_char_frac is not None:
-                r = dup_chars / total_chars
-                fails.append(("dup_line_char_frac", r > cfg.max_dup_line_char_frac, r))
+        para_rules = cfg.max_dup_para_frac is not None or cfg.max_dup_para_char_frac is not None
+        line_rules = cfg.max_dup_line_frac is not None or cfg.max_dup_line_char_frac is not None
+        if para_rules or line_rules:
+            lines = _stripped_lines(texts)
+            if para_rules:
+                dup_count, dup_chars, count = _paragraph_duplicates(lines)
+                if cfg.max_dup_para_frac is not None:
+                    r = dup_count / np.maximum(count, 1)
+                    fails.append(("dup_para_frac", r > cfg.max_dup_para_frac, r))
+                if cfg.max_dup_para_char_frac is not None:
+                    r = dup_chars / total_chars
+                    fails.append(("dup_para_char_frac", r > cfg.max_dup_para_char_frac, r))
+            if line_rules:
+                dup_count, dup_chars, count = _line_duplicates(lines)
+                if cfg.max_dup_line_frac is not None:
+                    r = dup_count / np.maximum(count, 1)
+                    fails.append(("dup_line_frac", r > cfg.max_dup_line_frac, r))
+                if cfg.max_dup_line_char_frac is not None:
+                    r = dup_chars / total_chars
+                    fails.append(("dup_line_char_frac", r > cfg.max_dup_line_char_frac, r))
 
         top = dict(cfg.top_ngram_char_frac)
         dup = dict(cfg.dup_ngram_char_frac)
@@ -129,20 +130,59 @@ class GopherRepetition(FilterStage):
         return T.first_failure(fails, n)
 
 
-def _pieces(per_doc: list[list[str]]) -> T.Pieces:
-    """Non-empty pieces of every document, flattened."""
-    kept = [[x for x in items if x] for items in per_doc]
-    counts = np.fromiter((len(k) for k in kept), dtype=np.int64, count=len(kept))
-    flat = [x for k in kept for x in k]
-    parent = np.repeat(np.arange(len(kept), dtype=np.int64), counts)
-    return T.Pieces(pa.array(flat, pa.string()), parent, len(kept))
+@dataclass
+class _Lines:
+    """Every line of every document, stripped (blank lines included), with per-line
+    dictionary codes and lengths."""
+
+    parent: np.ndarray
+    code: np.ndarray
+    length: np.ndarray
+    n_docs: int
 
 
-def _duplicates(pieces: T.Pieces) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Per document: number of repeated pieces, their characters, and all pieces."""
-    rep = T.repeats(T.codes(pieces.values), pieces.parent)
-    chars = T.lengths(pieces.values).astype(np.float64)
-    return pieces.count(rep), pieces.total(chars, rep), pieces.count()
+def _stripped_lines(texts: list[str]) -> _Lines:
+    per_doc = [[x.strip() for x in t.splitlines()] for t in texts]
+    counts = np.fromiter((len(x) for x in per_doc), dtype=np.int64, count=len(per_doc))
+    arr = pa.array([x for lines in per_doc for x in lines], pa.string())
+    parent = np.repeat(np.arange(len(per_doc), dtype=np.int64), counts)
+    return _Lines(parent, T.codes(arr), T.lengths(arr), len(per_doc))
+
+
+def _line_duplicates(lines: _Lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per document: repeated non-blank lines, their characters, all non-blank lines."""
+    nb = lines.length > 0
+    parent = lines.parent[nb]
+    rep = T.repeats(lines.code[nb], parent)
+    n = lines.n_docs
+    return (np.bincount(parent[rep], minlength=n), np.bincount(parent[rep], weights=lines.length[nb][rep], minlength=n),
+            np.bincount(parent, minlength=n))
+
+
+def _paragraph_duplicates(lines: _Lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Per document: repeated paragraphs, their characters, all paragraphs. A paragraph
+    is a run of non-blank lines; its text is those stripped lines joined by newlines."""
+    n = lines.n_docs
+    nb = lines.length > 0
+    idx = np.flatnonzero(nb)
+    if len(idx) == 0:
+        z = np.zeros(n, dtype=np.int64)
+        return z, z.astype(np.float64), z
+    parent = lines.parent
+    prev_same = np.zeros(len(nb), dtype=bool)
+    prev_same[1:] = nb[:-1] & (parent[1:] == parent[:-1])
+    head = (nb & ~prev_same)[idx]                 # per non-blank line: starts a paragraph
+    starts = np.flatnonzero(head)
+    sizes = np.diff(np.r_[starts, len(idx)])
+    pos = np.arange(len(idx), dtype=np.int64) - np.repeat(starts, sizes)
+    with np.errstate(over="ignore"):
+        v = T.mix64(lines.code[idx].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + pos.astype(np.uint64))
+    key = np.bitwise_xor.reduceat(v, starts) ^ T.mix64(sizes.astype(np.uint64))
+    chars = np.add.reduceat(lines.length[idx], starts) + sizes - 1
+    pdoc = parent[idx][starts]
+    rep = T.repeats(key, pdoc)
+    return (np.bincount(pdoc[rep], minlength=n), np.bincount(pdoc[rep], weights=chars[rep], minlength=n),
+            np.bincount(pdoc, minlength=n))
 
 
 def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) -> dict[tuple[str, int], np.ndarray]:

@@ -504,6 +504,7 @@ def _copy_dir(src: str, dst: str) -> None:
 
     sfs, sp = P._fs(src)
     dfs, dp = P._fs(dst)
+    dfs.create_dir(dp, recursive=True)
     pafs.copy_files(sp, dp, source_filesystem=sfs, destination_filesystem=dfs)
 
 

@@ -158,7 +158,8 @@ _PHONE_CUE_RE = re.compile(
     r"(?i)(?:\b(?:tel|tele|phone|phones|telephone|telephones|mobile|mob|cell|cellphone|fax|call|"
     r"calls|calling|contact|whatsapp|sms|ring|dial|hotline|helpline|tel\.?no|t[eé]l|"
     r"llam[aeo]n?|llamar|ll[aá]menos|llamada|m[oó]vil|appel(?:ez|er)?|appelez-nous|joindre|anrufen|"
-    r"erreichbar|chiama(?:re|te)?|cellulare|zadzwo[nń]|kom[oó]rka|"
+    r"erreichbar|chiama(?:re|te)?|cellulare|zadzwo[nń]|kom[oó]rka|reach|reached|reachable|"
+    r"(?:my|his|her|our|their|your)[ \t]+number|"
     r"t[eé]l[eé]phone|telefon|telefono|tel[eé]fono|telefonnummer|handy|mobil|portable|ph|tlf|ruf|rufnummer)\b"
     r"[^\n]{0,24}|(?-i:(?<![A-Za-z0-9])[TMPF][:.])[ \t\xa0]*)$", _A)
 _NEG_CUE_RE = re.compile(
@@ -902,7 +903,7 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
     if text.startswith("(+", start):
         intl_prefix = "+"
     groups = _groups(text, start, end)
-    if not groups or (not intl_prefix and _IBAN_HEAD_RE.search(text, max(0, start - 40), start)):
+    if not groups or (intl_prefix != "+" and _IBAN_HEAD_RE.search(text, max(0, start - 40), start)):
         return None
     # groups in a card or account-number layout (4-4-4-4, Amex 4-6-5, Diners 4-6-4)
     # belong to that number, never to a phone

@@ -1,11 +1,12 @@
 """The ``pii`` formatter stage: find personal data and secrets, replace them per type,
 count them.
 
-Cost model. Most documents hold no PII, so the stage first evaluates one cheap gate
-per detector family (``Detector.gates``) over the whole Arrow batch with
-RE2 (``pyarrow.compute.match_substring_regex``): linear in the batch's bytes, no Python
-per document. Only the documents where a gate fired are decoded to ``str`` and handed
-to the Python detectors, and only the families whose gate fired run on them. Each gate
+Cost model. Most documents hold no PII, so the stage first evaluates the cheap gates
+of all detector families (``Detector.gates``), as one RE2 alternation over the whole
+Arrow batch (``pyarrow.compute.match_substring_regex``): linear in the batch's bytes,
+no Python per document. The per-family gates then run on the hits only; only those
+documents are decoded to ``str`` and handed to the Python detectors, and only the
+families whose gate fired run on them. Each gate
 is a necessary condition of its family's detections, so the result is identical to
 running every detector on every document (``Detector.find(text, gated=False)``).
 """
@@ -24,7 +25,7 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import FormatterStage, StageConfig
 from stages.pii.detect import PII_TYPES, Detector, Span
-from stages.pii.replace import DEFAULT_PLACEHOLDERS, POLICIES, Replacer
+from stages.pii.replace import POLICIES, Replacer
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,6 @@ import ipaddress
 import re
 import sys
 
-import pyarrow as pa
 import pytest
 
 from datapipe import schema as S
