@@ -70,7 +70,7 @@ def load_texts(shared: Path, mb: float) -> list[str]:
     for book in sorted((shared / "corpora/books/gutenberg").glob("*.txt.gz")):
         if size >= budget:
             break
-        text = gzip.decompress(book.read_bytes()).decode("utf-8", "replace")
+        text = gzip.decompress(book.read_bytes()).decode("utf-8", "replace").replace("\r\n", "\n")
         buf: list[str] = []
         n = 0
         for para in text.split("\n\n"):

@@ -126,8 +126,8 @@ class PiiStage(FormatterStage):
     reads: ClassVar[tuple[str, ...]] = (S.ID, S.TEXT)
     adds: ClassVar[Mapping[str, pa.DataType]] = {"pii_counts": PII_COUNTS_TYPE}
 
-    def __init__(self, config: PiiConfig | None = None) -> None:
-        super().__init__(config)
+    def __init__(self, config: PiiConfig | None = None, **kwargs) -> None:
+        super().__init__(config, **kwargs)
         cfg: PiiConfig = self.config  # type: ignore[assignment]
         self.detector = Detector(cfg.types, scrub_private_ip=cfg.scrub_private_ip)
         self.replacer = Replacer(policies=cfg.policy_by_type(), placeholders=cfg.placeholders,

@@ -122,10 +122,16 @@ def _removed(table: pa.Table) -> dict[str, tuple[str, str]]:
                                          t[S.REJECT_DETAIL].to_pylist())}
 
 
-def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, corpus):
+@pytest.fixture(scope="module")
+def full_run(ray_session, tmp_path_factory, corpus):
+    """One run over all sources with the defaults (one partition, local components)."""
+    return _run(ray_session, tmp_path_factory.mktemp("dedup_full"), "a", _tables(corpus, PRIORITY))
+
+
+def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, corpus, full_run):
     all_src = PRIORITY
     n_in = sum(len(v) for v in corpus.values())
-    a, rep_a = _run(ray_session, tmp_path, "a", _tables(corpus, all_src))
+    a, rep_a = full_run
     ctx = ray_session.data.DataContext.get_current()
     old_limits = ctx.execution_options.resource_limits
     ctx.execution_options.resource_limits = old_limits.copy(cpu=1)   # one CPU instead of two
@@ -163,7 +169,7 @@ def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, 
            {k: v for k, v in rep_b.items() if k in ("removed_per_source", "matrix", "cluster_sizes")}
 
 
-def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpus):
+def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpus, full_run):
     index = tmp_path / "index1"
     first, rep1 = _run(ray_session, tmp_path, "first", _tables(corpus, ("wiki", "books")), index_out=str(index))
     kept_first = set(first.filter(pc.is_null(first[S.REJECT_REASON]))["id"].to_pylist())
@@ -182,5 +188,5 @@ def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpu
     assert rep2["index_in"]["documents"] == len(kept_first)
     assert rep2["index_out"]["documents"] == len(kept_first) + rep2["index_out"]["added"]
     # the same removals as one run over everything (for the new source)
-    full, _ = _run(ray_session, tmp_path, "full", _tables(corpus, PRIORITY))
+    full, _ = full_run
     assert {i: v for i, v in _removed(full).items() if i.startswith("web/")} == removed
