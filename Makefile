@@ -32,13 +32,19 @@ $(M)/lm/cutoffs.csv: $(M)/lm/en.arpa
 	$(BIN)/datapipe lm cutoffs --model $< --input '$(D)/web/*.warc.gz' '$(D)/news/*.jsonl*' \
 	  '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --out $@
 
-models: $(M)/quality.bin $(M)/lm/cutoffs.csv
+$(M)/tokenizer/tokenizer.json: $(STAMP)
+	$(BIN)/datapipe tokenizer train --source-glob '$(D)/wiki/*.parquet' --source-glob '$(D)/books/*.txt*' \
+	  --source-glob '$(D)/news/*.jsonl*' --source-glob '$(D)/forum/*.jsonl.zst' --vocab-size 4096 --out $(M)/tokenizer
+
+models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json
 
 shared-check:
 	@test -d "$${DATAPIPE_SHARED:-../shared}/models" || { echo "the sample job's language-ID model comes from ../shared/models/lid.176.ftz: put the shared/ folder beside the repo or set DATAPIPE_SHARED" >&2; exit 1; }
 
 sample: setup models shared-check
 	$(BIN)/datapipe run jobs/sample.yaml
+	$(BIN)/datapipe shards verify runs/sample/shards
+	$(BIN)/datapipe mix plan mixes/sample.yaml
 
 test: setup models
 	$(BIN)/python -m pytest -q

@@ -55,7 +55,7 @@ def shared_dir() -> Path:
 
 def load_pages(limit: int | None) -> list[tuple[str, bytes]]:
     folder = shared_dir() / "corpora" / "web" / "html"
-    files = sorted(folder.glob("*.html.gz"))
+    files = sorted(folder.glob("*.gz"))       # *.html.gz, and one page saved as plain .gz
     if not files:
         sys.exit(f"no pages under {folder}: set DATAPIPE_SHARED to the shared data folder")
     return [(p.name, gzip.decompress(p.read_bytes())) for p in files[:limit]]

@@ -111,8 +111,7 @@ def main() -> None:
     tables = [make_batch(source="bench", ids=[f"bench/{i + j:08d}" for j in range(len(c))], texts=c)
               for i, c in zip(range(0, len(texts), BATCH), chunks)]
     stage = Tokenize(Tokenize.Config(tokenizer=tok_path))
-    stage.setup()
-    stage._ready = True
+    stage.ensure_setup()
 
     def baseline():
         return sum(len(e.ids) for c in chunks for e in tok.encode_batch(c, add_special_tokens=False))

@@ -47,8 +47,12 @@ def build_parser() -> argparse.ArgumentParser:
     from datapipe.lm.cli import add_cli as add_lm_cli
     from datapipe.quality_train import add_cli as add_quality_cli
 
+    from datapipe.shards import add_cli as add_shards_cli
+    from datapipe.tokenizer import add_cli as add_tokenizer_cli
     from trainer_bridge.mix import add_cli as add_mix_cli
 
+    add_tokenizer_cli(sub)
+    add_shards_cli(sub)
     add_quality_cli(sub)
     add_lm_cli(sub)
     add_mix_cli(sub)

@@ -22,7 +22,8 @@ def _fmt_bytes(n: float) -> str:
 
 def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict[str, Any]]],
                  files: list[dict[str, Any]], *, problems: list[str], wall_seconds: float, started: float,
-                 global_seconds: dict[str, float], stage_reports: dict[str, Any], job_hash: str) -> dict[str, Any]:
+                 global_seconds: dict[str, float], stage_reports: dict[str, Any], job_hash: str,
+                 shards: dict[str, Any] | None = None) -> dict[str, Any]:
     sources = [s.name for s in job.sources]
     kinds = {"read": "read"}
     for st in job.stages:
@@ -78,6 +79,7 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
         "stages": stages,
         "totals": totals,
         "files": files,
+        "shards": shards or {},
         "stage_reports": stage_reports,
     }
     report["summary_text"] = summary_markdown(report)
@@ -103,6 +105,14 @@ def summary_markdown(report: dict[str, Any]) -> str:
     for src, t in report["totals"]["per_source"].items():
         lines.append(f"| {src} | {t['documents']} | {t['rejects']} | {_fmt_bytes(t['text_bytes'])} |")
     lines.append(f"| **total** | {report['totals']['documents']} | {report['totals']['rejects']} | |")
+    if report.get("shards"):
+        lines.append("")
+        lines.append("| token shards | documents | tokens (incl. EOS) | shards |")
+        lines.append("|---|---:|---:|---:|")
+        for src, t in report["shards"].items():
+            lines.append(f"| {src} | {t['documents']} | {t['tokens']} | {t['shards']} |")
+        lines.append(f"| **total** | {sum(t['documents'] for t in report['shards'].values())} | "
+                     f"{sum(t['tokens'] for t in report['shards'].values())} | |")
     changed = [st for st in report["stages"] if st["changes"] or st["docs_changed"]]
     if changed:
         lines.append("")

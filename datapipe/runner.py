@@ -259,10 +259,12 @@ def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
             key = f"{stage}\t{reason}"
             counts[key] = counts.get(key, 0) + 1
     text_bytes = S.text_bytes(table) if S.TEXT in table.column_names else 0
+    num_tokens = int(pc.sum(table.column("num_tokens")).as_py() or 0) if "num_tokens" in table.column_names else 0
     return pa.table({
         "kind": [kind], "source": [source], "path": [rel], "rows": [table.num_rows],
         "file_bytes": [os.path.getsize(path)], "text_bytes": [text_bytes], "sha256": [digest],
         "reject_counts": [json.dumps(counts, sort_keys=True)],
+        "num_tokens": [num_tokens],
     })
 
 
@@ -275,6 +277,28 @@ def write_outputs(ds, staging: str, job: JobSpec) -> list[dict[str, Any]]:
         batch_format="pyarrow")
     rows = written.take_all()
     return sorted(rows, key=lambda r: r["path"])
+
+
+def write_token_shards(final, staging: Path, job: JobSpec, echo: Callable[[str], None]) -> dict[str, str]:
+    """Megatron shards + a manifest per source from the kept documents' ``tokens``,
+    ordered by a seeded hash of the id (never by scheduling)."""
+    from datapipe.shards import write_shards
+    from datapipe.tokenizer import tokenizer_info
+
+    st = job.tokenize_stage()
+    info = tokenizer_info(st.config.tokenizer, eos=getattr(st.config, "eos", None))
+    info = dataclasses.replace(info, path=os.path.basename(os.path.normpath(str(info.path))))  # portable manifests
+    lineage = {
+        "job": job.name,
+        "spec_hash": job.spec_hash(),
+        "inputs": [{"source": s.name, "path": f.rel, "bytes": f.size} for s in job.sources for f in s.files],
+    }
+    opts = job.shards
+    echo(f"writing token shards ({opts.shard_tokens} tokens per shard) ...")
+    alive = final.select_columns([S.ID, S.SOURCE, "tokens", S.REJECT_REASON])
+    return write_shards(alive, staging / "shards", tokenizer_info=info, shard_tokens=opts.shard_tokens,
+                        seed=opts.seed, batch_rows=opts.batch_rows, lineage=lineage,
+                        sources=[s.name for s in job.sources])
 
 
 # -- accounting --------------------------------------------------------------------
@@ -407,6 +431,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
             chain.extend(st.name for st in seg)
         final = ds.materialize()
         files = write_outputs(final, str(staging), job)
+        shard_manifests = write_token_shards(final, staging, job, echo) if job.shards is not None else {}
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
         cause = _user_error(e)
         if cause is not None:
@@ -418,8 +443,23 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     by_name = {st.name: st for st in job.stages}
     problems = check_accounting(chain, stats, files, [s.name for s in job.sources],
                                 lambda stage, src: stage == "read" or by_name[stage].applies_to(src))
+    shard_totals = {}
+    if job.shards is not None:
+        from datapipe.shards import conservation_problems
+
+        expected: dict[str, tuple[int, int]] = {}
+        for f in files:
+            if f["kind"] == "documents":
+                docs, toks = expected.get(f["source"], (0, 0))
+                expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
+        problems += conservation_problems(expected, shard_manifests)
+        for src, mpath in sorted(shard_manifests.items()):
+            m = json.loads(Path(mpath).read_text())
+            shard_totals[src] = {**m["totals"], "manifest": os.path.relpath(mpath, staging),
+                                 "sha256": hashlib.sha256(Path(mpath).read_bytes()).hexdigest()}
     report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
-                          global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash)
+                          global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash,
+                          shards=shard_totals)
     write_report(report, staging)
     if problems:
         raise JobError("accounting check failed, output not committed (see "
@@ -430,6 +470,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
         "spec": job.canonical(),
         "files": [{k: f[k] for k in ("path", "kind", "source", "rows", "file_bytes", "sha256")} for f in files],
         "totals": report["totals"],
+        "shards": shard_totals,
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(staging / "work", ignore_errors=True)

@@ -31,14 +31,14 @@ import struct
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from datapipe.errors import JobError, SpecError
+from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.tokenizer import TokenizerInfo
 
 log = logging.getLogger(__name__)
@@ -310,14 +310,16 @@ class SourceShardWriter:
             chunk = stream[i:j]
             sh.fh.write(memoryview(chunk).cast("B"))
             sh.hasher.update(chunk)
-            a, b = np.searchsorted(doc_ends, [i, j], side="right")  # docs ending inside (i, j]
-            inner = doc_ends[a:b]
-            cuts = np.concatenate(([i], inner)) if len(inner) else np.array([i], dtype=np.int64)
-            pieces = np.diff(np.concatenate((cuts, [j]))) if (not len(inner) or inner[-1] != j) else np.diff(cuts)
-            sh.pieces.append(pieces.astype(np.int64))
+            # sequences of this chunk: cut after every document ending in (i, j], and at j
+            a, b = np.searchsorted(doc_ends, [i, j], side="right")
+            cuts = np.concatenate(([i], doc_ends[a:b]))
+            ends_on_doc = b > a and int(doc_ends[b - 1]) == j
+            if not ends_on_doc:  # only at a full shard: the document goes on in the next one
+                cuts = np.append(cuts, j)
+            sh.pieces.append(np.diff(cuts).astype(np.int64))
             sh.tokens += j - i
             if sh.tokens == self.shard_tokens:
-                sh.last_doc_split = not (len(inner) and inner[-1] == j)
+                sh.last_doc_split = not ends_on_doc
                 self._close_shard()
                 self._next_continued = sh.last_doc_split
             i = j
@@ -448,6 +450,56 @@ def _fsync_dir(folder: Path) -> None:
         pass
     finally:
         os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------
+# job options and the accounting check the runner reports
+
+
+@dataclass(kw_only=True, frozen=True)
+class ShardOptions:
+    """The job spec's ``shards:`` block.
+
+    ``shard_tokens``: tokens per shard (2^27 = 256 MiB of uint16 by default; the last
+    shard is shorter). ``seed``: the document-order seed. ``batch_rows``: documents per
+    batch streamed to the writer (its memory bound).
+    """
+
+    shard_tokens: int = 1 << 27
+    seed: int = 0
+    batch_rows: int = 1024
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.shard_tokens <= 2**31 - 1:
+            raise SpecError(f"shards.shard_tokens must be in 1..{2**31 - 1} (Megatron sequence lengths are "
+                            f"int32), got {self.shard_tokens}")
+        if not 0 <= self.seed < 2**64:
+            raise SpecError(f"shards.seed must be in 0..2**64-1, got {self.seed}")
+        if self.batch_rows < 1:
+            raise SpecError(f"shards.batch_rows must be >= 1, got {self.batch_rows}")
+
+
+def conservation_problems(expected: Mapping[str, tuple[int, int]], manifests: Mapping[str, str | os.PathLike[str]]) -> list[str]:
+    """Compare what the shards hold with what the job kept.
+
+    ``expected[source] = (kept documents, sum of their num_tokens)``. Every source's
+    manifest must say ``documents == kept`` and ``tokens == sum + kept`` (one EOS per
+    document). Returns one line per disagreement; empty means conserved.
+    """
+    problems: list[str] = []
+    for src in sorted(set(expected) | set(manifests)):
+        docs, doc_tokens = expected.get(src, (0, 0))
+        if src not in manifests:
+            if docs:
+                problems.append(f"source {src}: {docs} kept documents but no shard manifest")
+            continue
+        totals = json.loads(Path(manifests[src]).read_text(encoding="utf-8"))["totals"]
+        if totals["documents"] != docs:
+            problems.append(f"source {src}: shards hold {totals['documents']} documents, the job kept {docs}")
+        if totals["tokens"] != doc_tokens + docs:
+            problems.append(f"source {src}: shards hold {totals['tokens']} tokens, kept documents have "
+                            f"{doc_tokens} + {docs} EOS = {doc_tokens + docs}")
+    return problems
 
 
 # ---------------------------------------------------------------------------------------
@@ -654,14 +706,15 @@ def manifest_paths(path: str | os.PathLike[str]) -> list[Path]:
 
 
 def load_manifest(path: Path) -> dict[str, Any]:
+    """Parse a source manifest; :class:`CorruptInputError` if it is not one we can read."""
     try:
         m = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: unreadable manifest ({e})") from None
+        raise CorruptInputError(str(path), "unreadable manifest", str(e)) from None
     if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a {FORMAT} manifest")
+        raise CorruptInputError(str(path), f"not a {FORMAT} manifest")
     if m.get("version") != VERSION:
-        raise ValueError(f"{path}: manifest version {m.get('version')}, this datapipe reads {VERSION}")
+        raise CorruptInputError(str(path), f"manifest version {m.get('version')}, this datapipe reads {VERSION}")
     return m
 
 
@@ -676,7 +729,7 @@ def verify_shards(path: str | os.PathLike[str]) -> list[str]:
     for mp in paths:
         try:
             m = load_manifest(mp)
-        except ValueError as e:
+        except CorruptInputError as e:
             problems.append(str(e))
             continue
         problems.extend(f"{m.get('source', mp.parent.name)}/{p}" for p in _verify_manifest(mp.parent, m))
@@ -771,7 +824,10 @@ def inspect_shards(
     for mp in manifest_paths(path):
         m = load_manifest(mp)
         folder = mp.parent
-        lengths = _doc_lengths(folder, m)
+        try:
+            lengths = _doc_lengths(folder, m)
+        except (OSError, ValueError, KeyError) as e:
+            raise CorruptInputError(str(mp), "shards unreadable; run `datapipe shards verify`", str(e)) from None
         hist: dict[str, int] = {}
         if len(lengths):
             b = np.floor(np.log2(lengths)).astype(np.int64)

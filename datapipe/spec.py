@@ -45,7 +45,7 @@ from datapipe.config import build, to_plain
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, Stage, StageConfig
 
-TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options"}
+TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards"}
 SOURCE_KEYS = {"name", "format", "paths", "options"}
 
 
@@ -116,6 +116,14 @@ class JobSpec:
     stages: tuple[StageSpec, ...]
     execution: ExecutionSpec = field(default_factory=ExecutionSpec)
     output_options: OutputSpec = field(default_factory=OutputSpec)
+    shards: Any = None              # datapipe.shards.ShardOptions when a tokenize stage runs
+
+    def tokenize_stage(self) -> StageSpec | None:
+        """The stage that produces ``tokens`` (its config names the tokenizer), if any."""
+        for st in self.stages:
+            if "tokens" in st.cls.adds:
+                return st
+        return None
 
     def canonical(self) -> dict[str, Any]:
         """A JSON view that identifies the job's logic and inputs, independent of where
@@ -135,6 +143,7 @@ class JobSpec:
             "stages": [{"stage": st.name, "config": _portable(to_plain(st.config)),
                         "sources": sorted(st.sources) if st.sources is not None else None} for st in self.stages],
             "output_options": to_plain(self.output_options),
+            "shards": to_plain(self.shards) if self.shards is not None else None,
         }
 
     def spec_hash(self) -> str:
@@ -336,8 +345,14 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
         raise SpecError(f"{path}: stage(s) {dup} appear more than once; each stage may run once per job")
 
+    from datapipe.shards import ShardOptions
+
+    tokenizing = any("tokens" in st.cls.adds for st in stages)
+    if "shards" in raw and not tokenizing:
+        raise SpecError(f"{path}: 'shards' is set but no stage produces tokens; add a 'tokenize' stage or remove 'shards'")
+    shards = build(ShardOptions, raw.get("shards"), where=f"{path}: shards") if tokenizing else None
     job = JobSpec(name=name, path=str(path), output=out, on_error=on_error, sources=tuple(sources),
-                  stages=tuple(stages), execution=execution, output_options=output_options)
+                  stages=tuple(stages), execution=execution, output_options=output_options, shards=shards)
     check_chain(job)
     return job
 

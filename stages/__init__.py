@@ -13,6 +13,7 @@ from stages.langid import LangId
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
+from stages.tokenize import Tokenize
 
 REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
@@ -22,6 +23,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "pii": PiiStage,
+    "tokenize": Tokenize,
 }
 
 

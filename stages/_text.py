@@ -1,43 +1,36 @@
 """Vectorised text helpers shared by the heuristic filters.
 
-The filters run on every document, so they work on whole Arrow batches: a batch's texts
-are split once into a flat column of pieces (words or lines) plus, for each piece, the
-index of the document it came from (``parent``). Per-document statistics are then numpy
-``bincount``s over ``parent``, and "is this line/n-gram a repeat within its document"
-is one stable sort over (document, key) pairs. No Python loop runs per document or per
-word on these paths.
+The filters run on every document, so they work on a whole batch at once: texts become
+flat arrays of pieces (lines, tokens) with, for each piece, the document it belongs to;
+per-document statistics are ``bincount``s over that index, and "has this line/n-gram
+occurred earlier in its document" is one hash-table pass (:func:`first_seen`) over
+(document, key) pairs. Per-document aggregates that Python's ``str`` methods compute in
+one C call (``count``, ``splitlines``) stay in Python; per-token work never does.
 
-Conventions, shared by every heuristic stage so that they agree with each other and
-with the readable per-document reference in :mod:`stages._reference`:
+Conventions shared by every heuristic stage and by the readable per-document reference
+in :mod:`stages._reference`:
 
-* **words** are whitespace-separated tokens (Python ``str.split()`` semantics,
-  Unicode whitespace);
-* a word's **core** is the token with leading and trailing characters that are neither
-  letters nor digits stripped (``"(Hello,"`` -> ``"Hello"``); a token whose core is
-  empty (``"-"``, ``"..."``, ``"|"``) is a *symbol token*, not a word;
-* **lines** follow Python ``str.splitlines()`` (``\\n``, ``\\r\\n``, ``\\r`` and the
-  other Unicode line boundaries; no empty last line after a trailing break);
-* lengths are in Unicode code points (Python ``len``).
+* **words** are whitespace-separated tokens (``str.split()``, Unicode whitespace);
+* a word's **core** is the token without leading and trailing characters that are not
+  ``str.isalnum()`` (``"(Hello,"`` -> ``"Hello"``); a token whose core is empty
+  (``"-"``, ``"..."``, ``"|"``) is a *symbol token*, not a word;
+* **lines** follow ``str.splitlines()`` unless a stage says otherwise;
+* lengths are in code points (Python ``len``).
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-#: Unicode whitespace as Python's ``str.isspace`` sees it, as an RE2 class body
-#: (RE2's ``\\s`` is ASCII only).
+#: Unicode whitespace as ``str.isspace`` sees it, as an RE2 class body (RE2's ``\s`` is ASCII only).
 WS_CLASS = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
-#: Line boundaries of ``str.splitlines`` (RE2 syntax).
-LINE_BREAK_RE2 = r"\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x{85}\x{2028}\x{2029}]"
-#: Leading/trailing non-letter, non-digit characters of a token (RE2 syntax).
-EDGE_RE2 = r"^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$"
-#: Python equivalents, for the per-document reference implementation.
+#: Leading/trailing characters that are not ``str.isalnum()`` (the word core's edges).
 EDGE_PY = re.compile(r"^[\W_]+|[\W_]+$")
 
 _SPLITMIX_A = np.uint64(0xBF58476D1CE4E5B9)
@@ -71,7 +64,7 @@ def lengths(arr: pa.Array) -> np.ndarray:
     return pc.fill_null(pc.utf8_length(arr), 0).to_numpy(zero_copy_only=False).astype(np.int64)
 
 
-def py_counts(values: Sequence[str], fn) -> np.ndarray:
+def py_counts(values: Sequence[str], fn: Callable[[str], int]) -> np.ndarray:
     """``fn(v)`` for every value, as int64 (for ``str`` methods like ``str.count``)."""
     return np.fromiter((fn(v) for v in values), dtype=np.int64, count=len(values))
 
@@ -124,46 +117,6 @@ class Pieces:
         return pc.binary_join(lists, sep)
 
 
-def _from_lists(lists: pa.Array, n_docs: int) -> Pieces:
-    if isinstance(lists, pa.ChunkedArray):
-        lists = lists.combine_chunks()
-    values = pc.list_flatten(lists)
-    parent = pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64)
-    return Pieces(values, parent, n_docs)
-
-
-def split_words(texts: pa.Array) -> Pieces:
-    """Whitespace-separated tokens of every text (``str.split()``; no empty tokens)."""
-    pieces = _from_lists(pc.utf8_split_whitespace(texts), len(texts))
-    nonempty = lengths(pieces.values) > 0
-    return pieces if nonempty.all() else pieces.select(nonempty)
-
-
-def split_lines(texts: pa.Array, *, pattern: str = LINE_BREAK_RE2, drop_trailing_empty: bool = True) -> Pieces:
-    """Lines of every text. With the default pattern and ``drop_trailing_empty`` this is
-    ``str.splitlines()``: an empty text has no lines and a trailing break adds none."""
-    lists = pc.split_pattern_regex(texts, pattern)
-    pieces = _from_lists(lists, len(texts))
-    if not drop_trailing_empty or len(pieces) == 0:
-        return pieces
-    offsets = lists.offsets.to_numpy()
-    nonempty_lists = offsets[1:] > offsets[:-1]
-    last = offsets[1:][nonempty_lists] - 1
-    last = last[lengths(pieces.values.take(pa.array(last))) == 0]
-    if len(last) == 0:
-        return pieces
-    keep = np.ones(len(pieces), dtype=bool)
-    keep[last] = False
-    return pieces.select(keep)
-
-
-def word_cores(words: pa.Array) -> pa.Array:
-    """Each token without its leading/trailing non-alphanumeric characters."""
-    if len(words) == 0:
-        return words
-    return pc.replace_substring_regex(words, EDGE_RE2, "")
-
-
 def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Group equal keys with a hash table (``pandas.factorize``, linear time; pandas
     ships with ``ray[data]``): ``(group of each key, True where a key appears for the
@@ -212,24 +165,6 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x
 
 
-def ngram_hashes(word_codes: np.ndarray, max_n: int) -> list[np.ndarray]:
-    """``out[n][i]`` is a 64-bit hash of the word codes ``i .. i+n-1`` (for every ``i``;
-    the caller masks positions whose n-gram would cross a document end)."""
-    out: list[np.ndarray] = [np.zeros(0, dtype=np.uint64)]
-    h = mix64(word_codes.astype(np.uint64) + _GOLDEN)
-    out.append(h)
-    m = len(word_codes)
-    w = word_codes.astype(np.uint64)
-    with np.errstate(over="ignore"):
-        for n in range(2, max_n + 1):
-            nxt = np.zeros(m, dtype=np.uint64)
-            if m >= n:
-                nxt[: m - n + 1] = mix64(h[: m - n + 1] * _GOLDEN + w[n - 1:] + np.uint64(n))
-            h = nxt
-            out.append(h)
-    return out
-
-
 def positions_in_doc(parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.ndarray]:
     """For contiguous pieces: each piece's index within its document, and the number of
     pieces of its document."""
@@ -238,12 +173,6 @@ def positions_in_doc(parent: np.ndarray, n_docs: int) -> tuple[np.ndarray, np.nd
     np.cumsum(counts[:-1], out=starts[1:])
     pos = np.arange(len(parent), dtype=np.int64) - starts[parent]
     return pos, counts[parent]
-
-
-def char_class(chars: Sequence[str]) -> str:
-    """An RE2 character class matching any of ``chars`` (single code points)."""
-    body = "".join("\\x{%x}" % ord(c) for c in chars)
-    return f"[{body}]"
 
 
 def alternation(strings: Sequence[str]) -> str:
@@ -450,6 +379,7 @@ def tokenize(texts: Sequence[str], table: CharTable) -> Tokens:
 
 _ASCII_WS = np.zeros(256, dtype=bool)
 _ASCII_WS[[9, 10, 11, 12, 13, 28, 29, 30, 31, 32]] = True
+_ASCII_WS.flags.writeable = False
 
 
 def _utf8(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:

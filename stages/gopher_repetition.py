@@ -28,8 +28,8 @@ Exact semantics (they follow datatrove's ``GopherRepetitionFilter``):
 * n-grams are over whitespace tokens; a top n-gram's characters are its words joined by
   single spaces (times its count; ties go to the n-gram seen first); repeated n-gram
   characters are the characters of the words covered by at least one repeated n-gram,
-  each word counted once however many repeated n-grams overlap it (the paper's "not
-  double-counting"; datatrove approximates it by skipping ahead after each repeat);
+  each word counted once however many repeated n-grams overlap it (datatrove instead
+  skips ahead after each repeat, which can count slightly less);
 * "characters" in every denominator is the length of the whole text.
 """
 

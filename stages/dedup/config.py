@@ -56,8 +56,13 @@ class DedupConfig(StageConfig):
     local_max_edges: int = 2_000_000
     #: documents per signature batch
     batch_size: int = 1024
-    #: rows per shuffle partition of the grouping passes
+    #: most rows per shuffle partition of the light grouping passes (keys, buckets, edges)
     partition_rows: int = 1_000_000
+    #: most documents + candidate pairs per partition of the verification joins, which
+    #: carry signatures and shingle sets (a few KB per document)
+    verify_partition_rows: int = 100_000
+    #: fewest rows per partition worth spreading over more CPUs than the minimum
+    min_partition_rows: int = 50_000
     #: decision rows per shard the final pass looks up
     shard_rows: int = 200_000
     max_rounds: int = 100
@@ -89,6 +94,8 @@ class DedupConfig(StageConfig):
             raise bad("source_priority", f"lists a source twice: {list(self.source_priority)}")
         for name, v in (("local_max_edges", self.local_max_edges), ("batch_size", self.batch_size),
                         ("partition_rows", self.partition_rows), ("shard_rows", self.shard_rows),
+                        ("verify_partition_rows", self.verify_partition_rows),
+                        ("min_partition_rows", self.min_partition_rows),
                         ("max_rounds", self.max_rounds)):
             if v < 1:
                 raise bad(name, f"must be >= 1, got {v}")

@@ -150,10 +150,16 @@ class _Run:
         self.bands, self.rows = cfg.bands_rows() if cfg.near else (0, 0)
         self.ranks = {s: cfg.rank(s) for s in cfg.source_priority}
         self.default_rank = len(cfg.source_priority)
+        self.cpus = 1   # known once Ray runs (after the first pass)
 
     # -- helpers ---------------------------------------------------------------------
-    def _parts(self, rows: int) -> int:
-        return max(1, math.ceil(rows / self.cfg.partition_rows))
+    def _parts(self, rows: int, per_partition: int | None = None) -> int:
+        """Partitions for a shuffle of ``rows`` rows: at most ``per_partition`` rows each
+        (memory), and spread over the cluster's CPUs while partitions keep at least
+        ``min_partition_rows`` rows (parallelism without tiny tasks)."""
+        cap = per_partition or self.cfg.partition_rows
+        spread = min(self.cpus, rows // self.cfg.min_partition_rows)
+        return max(1, math.ceil(rows / cap), spread)
 
     def _write(self, name: str, make_ds, *, partition_cols: list[str] | None = None) -> tuple[str, int]:
         """Run one pass: write its dataset under ``work_dir/<name>`` (via a staging
@@ -162,7 +168,7 @@ class _Run:
         tmp = out + ".staging"
         _remove(out)
         _remove(tmp)
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         ds = make_ds()
         if partition_cols:
             ds.write_parquet(tmp, partition_cols=partition_cols)
@@ -176,7 +182,7 @@ class _Run:
         fs.move(p, P._fs(out)[1])
         rows = _count_rows(out)
         self.passes.append({"pass": name, "seconds": round(time.perf_counter() - t0, 3), "rows": rows,
-                            "started": t0, "ended": time.perf_counter()})
+                            "t_start": round(wall0, 3), "t_end": round(time.time(), 3)})
         log.info("dedup pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
         return out, rows
 
@@ -224,6 +230,9 @@ class _Run:
         docs, n_docs = self._write("signatures", lambda: ds.map_batches(
             P.signature_batch, fn_kwargs={"params": self._sig_params()}, batch_format=fmt,
             batch_size=cfg.batch_size))
+        import ray
+
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         columns = [c for c in _schema_of(docs).names if c not in P.DD_COLUMNS]
         n_elig = _count_valid(docs, P.KEY)
         index_nodes = None
@@ -306,7 +315,7 @@ class _Run:
     def _verify(self, docs: str, cand: str, n_cand: int, n_elig: int, index_nodes) -> tuple[str, int]:
         cfg, fmt = self.cfg, "pyarrow"
         npm = cfg.num_perm
-        parts = self._parts(n_cand + n_elig)
+        parts = self._parts(n_cand + n_elig, cfg.verify_partition_rows)
 
         def payload(carry: bool):
             pay = self._read(docs, [P.KEY, P.SIG, P.SH]).map_batches(
@@ -409,7 +418,7 @@ class _Run:
                 segments.append(name)
             n_old = index["documents"]
         name = f"seg-{len(segments):04d}"
-        t0 = time.perf_counter()
+        t0, wall0 = time.perf_counter(), time.time()
         self._read(docs, [S.ID, S.SOURCE, P.KEY, P.EXACT, P.BUCKETS, P.SIG, P.BATCH]).map_batches(
             P.index_survivors, fn_kwargs={"decisions_dir": dec_path, "shards": shards}, batch_format="pyarrow"
         ).write_parquet(_join(staging, name))
@@ -422,7 +431,8 @@ class _Run:
             f.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
         _remove(out)
         fs.move(sp, P._fs(out)[1])
-        self.passes.append({"pass": "index", "seconds": round(time.perf_counter() - t0, 3), "rows": n_new})
+        self.passes.append({"pass": "index", "seconds": round(time.perf_counter() - t0, 3), "rows": n_new,
+                            "t_start": round(wall0, 3), "t_end": round(time.time(), 3)})
         self.index_written = {"path": out, "documents": n_old + n_new, "added": n_new}
 
     def _report(self, dec_path: str | None, counts: dict[str, int], how: str, seconds: float) -> None:
@@ -460,7 +470,7 @@ class _Run:
             "matrix": {s: matrix.get(s, {}) for s in sources if s in matrix},
             "cluster_sizes": dict(sorted(hist.items(), key=lambda kv: _bin_order(kv[0]))),
             "largest_cluster": largest,
-            "passes": [{k: v for k, v in p.items() if k not in ("started", "ended")} for p in self.passes],
+            "passes": self.passes,
             "seconds": round(seconds, 3),
         }
         if getattr(self, "index_written", None):

@@ -19,7 +19,10 @@ import xxhash
 
 from datapipe.errors import JobError
 from datapipe.schema import make_batch
-from datapipe.shards import add_cli, inspect_shards, verify_shards, write_shards
+from datapipe.errors import SpecError
+from datapipe.shards import (
+    ShardOptions, add_cli, conservation_problems, inspect_shards, verify_shards, write_shards,
+)
 from datapipe.tokenizer import TokenizerInfo, tokenizer_info
 from stages.tokenize import Tokenize
 
@@ -296,3 +299,16 @@ def test_inspect_decodes_an_excerpt(tmp_path, gpt2, tokenized):
     text = tokenized.filter(pa.compute.equal(tokenized["id"], f"wiki/{first:04d}"))["text"][0].as_py()
     assert rep["excerpt"] and text.startswith(rep["excerpt"])
     assert rep["documents"] == 40 and rep["split_documents"] == 0
+
+
+def test_conservation_check_and_options(tmp_path):
+    docs = [[1, 2, 3], [], [4] * 20]
+    res = write_shards([token_table("s", docs)], tmp_path, tokenizer_info=fake_info(100), shard_tokens=10, seed=1,
+                       lineage={})
+    assert conservation_problems({"s": (3, 23)}, res) == []
+    assert conservation_problems({"s": (3, 24)}, res) == [
+        "source s: shards hold 26 tokens, kept documents have 24 + 3 EOS = 27"]
+    assert conservation_problems({"s": (3, 23), "t": (1, 5)}, res) == ["source t: 1 kept documents but no shard manifest"]
+    assert ShardOptions().shard_tokens == 2**27
+    with pytest.raises(SpecError, match="shard_tokens"):
+        ShardOptions(shard_tokens=2**31)

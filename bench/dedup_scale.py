@@ -1,0 +1,215 @@
+"""Dedup at three corpus sizes (10x apart): time and peak memory of every pass and of
+the driver, plus signature throughput per core beside datasketch's update loop.
+
+The corpora are synthetic but made of real words: documents of 150-250 words drawn
+from WikiText-2's vocabulary with its word frequencies, across three sources, with
+planted exact copies (5%) and typo'd near copies (10%) of earlier documents. They
+are written to Parquet first, so the dedup driver reads them lazily like the
+runner's materialised dataset and holds no documents itself.
+
+Each size runs in a fresh process with its own local Ray (``--cpus``); a sampler
+thread records the driver's RSS and every Ray worker's RSS four times a second,
+and each sample is attributed to the pass running at that moment.
+
+Run: ``python bench/dedup_scale.py [--sizes 2000 20000 200000] [--cpus 2]``
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+_HERE = Path(__file__).resolve().parent
+sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]  # bench/tokenize.py vs stdlib
+sys.path.insert(0, str(_HERE.parent))
+
+import argparse  # noqa: E402
+import collections  # noqa: E402
+import json  # noqa: E402
+import os  # noqa: E402
+import shutil  # noqa: E402
+import subprocess  # noqa: E402
+import threading  # noqa: E402
+import time  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+import pyarrow.parquet as pq  # noqa: E402
+
+SOURCES = ("wiki", "books", "web")
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("DATAPIPE_SHARED", _HERE.parents[1] / "shared"))
+
+
+def generate(n_docs: int, out: Path, seed: int = 0, chunk: int = 10_000) -> int:
+    """Write ``n_docs`` synthetic documents to ``out/<source>-<k>.parquet``; returns bytes of text."""
+    from datapipe import schema as S
+
+    raw = (shared_dir() / "corpora/wiki/wikitext-2-raw.test.txt").read_text(encoding="utf-8")
+    counts = collections.Counter(w for w in raw.split() if w.isalpha())
+    vocab = np.array(list(counts))
+    p = np.array(list(counts.values()), dtype=np.float64)
+    p /= p.sum()
+    rng = np.random.default_rng(seed)
+    out.mkdir(parents=True, exist_ok=True)
+    total = 0
+    recent: list[str] = []
+    for k, start in enumerate(range(0, n_docs, chunk)):
+        n = min(chunk, n_docs - start)
+        lens = rng.integers(150, 250, n)
+        words = rng.choice(vocab, size=int(lens.sum()), p=p)
+        cuts = np.concatenate([[0], np.cumsum(lens)])
+        texts = [" ".join(words[cuts[i]:cuts[i + 1]]) for i in range(n)]
+        kind = rng.random(n)
+        for i in range(n):
+            pool = len(recent) + i                  # earlier documents: other chunks, then this one
+            if pool == 0 or kind[i] >= 0.15:
+                continue
+            j = int(rng.integers(pool))
+            src_text = recent[j] if j < len(recent) else texts[j - len(recent)]
+            if kind[i] < 0.05:                      # exact copy of an earlier document
+                texts[i] = src_text
+            else:                                   # near copy: 1-5 typos
+                w = src_text.split(" ")
+                for _ in range(int(rng.integers(1, 6))):
+                    k2 = int(rng.integers(len(w)))
+                    w[k2] = w[k2][:-1] + "x"
+                texts[i] = " ".join(w)
+        recent = (recent + texts[:: max(1, n // 500)])[-2000:]
+        src = np.array(SOURCES)[rng.integers(0, len(SOURCES), n)]
+        for s in SOURCES:
+            sel = np.flatnonzero(src == s)
+            if len(sel):
+                t = S.make_batch(source=s, ids=[f"{s}/{start + int(i):09d}" for i in sel],
+                                 texts=[texts[i] for i in sel])
+                pq.write_table(t, out / f"{s}-{k:05d}.parquet")
+        total += sum(len(t.encode("utf-8")) for t in texts)
+    return total
+
+
+class Sampler(threading.Thread):
+    """RSS of this process (the driver) and of every Ray worker, every 0.25 s."""
+
+    def __init__(self) -> None:
+        super().__init__(daemon=True)
+        self.samples: list[tuple[float, int, int, int]] = []
+        self.stop = threading.Event()
+
+    def run(self) -> None:
+        import psutil
+
+        me = psutil.Process()
+        while not self.stop.is_set():
+            workers = []
+            for proc in psutil.process_iter(["cmdline"]):
+                try:
+                    cmd = proc.info["cmdline"] or []
+                    if cmd and cmd[0].startswith("ray::"):
+                        workers.append(proc.memory_info().rss)
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    continue
+            self.samples.append((time.time(), me.memory_info().rss, max(workers, default=0), sum(workers)))
+            time.sleep(0.25)
+
+    def peak(self, t0: float, t1: float) -> tuple[int, int, int]:
+        s = [x for x in self.samples if t0 <= x[0] <= t1] or [min(self.samples, key=lambda x: abs(x[0] - t0))]
+        return max(x[1] for x in s), max(x[2] for x in s), max(x[3] for x in s)
+
+
+def _count_removed(batch: pa.Table) -> pa.Table:
+    import pyarrow.compute as pc
+
+    n = pc.sum(pc.cast(pc.fill_null(pc.equal(batch["_reject_stage"], "dedup"), False), pa.int64())).as_py() or 0
+    return pa.table({"n": [n]})
+
+
+def run_one(data: Path, work: Path, cpus: int) -> dict:
+    """Dedup ``data`` (in this process, as the driver) and measure it."""
+    import logging
+
+    import ray
+
+    from datapipe.stage import StageContext
+    from stages.dedup import Dedup, DedupConfig
+
+    ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+    ray.data.DataContext.get_current().enable_progress_bars = False
+    sampler = Sampler()
+    sampler.start()
+    ds = ray.data.read_parquet(str(data)).materialize()   # what the runner hands a global stage
+    shutil.rmtree(work, ignore_errors=True)
+    ctx = StageContext(work_dir=str(work), sources=SOURCES, stage_index=0)
+    t0 = time.time()
+    out = Dedup(DedupConfig(source_priority=SOURCES)).run(ds, ctx)
+    t_mark = time.time()
+    removed = int(out.map_batches(_count_removed, batch_format="pyarrow").sum("n") or 0)
+    t1 = time.time()
+    sampler.stop.set()
+    sampler.join()
+    rep = ctx.report
+    passes = []
+    for p in rep["passes"] + [{"pass": "mark (lazy, run by the consumer)", "seconds": t1 - t_mark, "rows": removed,
+                               "t_start": t_mark, "t_end": t1}]:
+        d, wmax, wsum = sampler.peak(p["t_start"], p["t_end"])
+        passes.append({"pass": p["pass"], "seconds": p["seconds"], "rows": p["rows"], "driver_rss": d,
+                       "worker_rss_max": wmax, "workers_rss_sum": wsum})
+    d, wmax, wsum = sampler.peak(t0, t1)
+    ray.shutdown()
+    return {"passes": passes, "seconds": t1 - t0, "removed": removed, "driver_rss": d, "worker_rss_max": wmax,
+            "workers_rss_sum": wsum, "bands": rep["bands"], "rows": rep["rows"], "counts": rep["counts"],
+            "components": rep["components"]}
+
+
+def mb(x: int) -> str:
+    return f"{x / 2**20:.0f}"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000, 200000])
+    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--out", default="runs/bench/dedup_scale")
+    ap.add_argument("--one", nargs=2, metavar=("DATA", "WORK"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.one:   # child process: one size
+        print(json.dumps(run_one(Path(args.one[0]), Path(args.one[1]), args.cpus)))
+        return
+    out = Path(args.out)
+    results = []
+    for n in args.sizes:
+        data = out / f"data_{n}"
+        shutil.rmtree(data, ignore_errors=True)
+        nbytes = generate(n, data)
+        proc = subprocess.run([sys.executable, __file__, "--cpus", str(args.cpus), "--one", str(data),
+                               str(out / f"work_{n}")], capture_output=True, text=True)
+        if proc.returncode != 0:
+            sys.stderr.write(proc.stderr[-5000:])
+            raise SystemExit(f"size {n} failed")
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r.update({"docs": n, "mb": nbytes / 1e6})
+        results.append(r)
+        print(f"\n== {n:,} documents, {nbytes / 1e6:.1f} MB of text, {args.cpus} CPUs: {r['seconds']:.1f} s, "
+              f"{r['removed']:,} removed, bands x rows {r['bands']}x{r['rows']}, components {r['components']}")
+        print(f"{'pass':<34} {'s':>7} {'rows':>10} {'driver MB':>10} {'max worker MB':>14} {'all workers MB':>15}")
+        for p in r["passes"]:
+            print(f"{p['pass']:<34} {p['seconds']:>7.1f} {p['rows']:>10,} {mb(p['driver_rss']):>10} "
+                  f"{mb(p['worker_rss_max']):>14} {mb(p['workers_rss_sum']):>15}")
+    print("\nsummary")
+    print(f"{'docs':>9} {'MB':>7} {'s':>8} {'us/doc':>8} {'driver peak MB':>15} {'max worker MB':>14}")
+    for r in results:
+        print(f"{r['docs']:>9,} {r['mb']:>7.1f} {r['seconds']:>8.1f} {r['seconds'] / r['docs'] * 1e6:>8.0f} "
+              f"{mb(r['driver_rss']):>15} {mb(r['worker_rss_max']):>14}")
+    (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    print("\nsignatures per core (one process)")
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("dedup_signatures", _HERE / "dedup_signatures.py")
+    sigs = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(sigs)
+    sigs.print_table(sigs.measure(4.0, 1.0, 128))
+
+
+if __name__ == "__main__":
+    main()
