@@ -18,7 +18,7 @@ import sys
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
 # Python puts bench/ first on sys.path for a script run from it, and other scripts there
-# may shadow standard modules (a bench/tokenize.py breaks `import dataclasses`): drop it,
+# may shadow standard modules (a bench/tokenize_shards.py breaks `import dataclasses`): drop it,
 # and load sibling modules by path instead.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))  # the repository: datapipe/, stages/

@@ -1,7 +1,7 @@
 """Tokens/s per core: the ``tokenize`` stage plus shard writing, beside the bare
 ``Tokenizer.encode_batch`` on the same text in the same process (the baseline).
 
-    .venv/bin/python bench/tokenize.py [--mb 8] [--tokenizer PATH] [--repeat 3] [--ray 2]
+    .venv/bin/python bench/tokenize_shards.py [--mb 8] [--tokenizer PATH] [--repeat 3] [--ray 2]
 
 Everything runs on one thread (``TOKENIZERS_PARALLELISM=false``), so tokens per CPU
 second is tokens/s per core. Rows:
