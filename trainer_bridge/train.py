@@ -113,7 +113,13 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
         key, sep, value = item.partition("=")
         if not sep:
             raise SpecError(f"override {item!r} must be key=value")
-        _set_dotted(raw, key.strip(), yaml.safe_load(value))
+        parsed = yaml.safe_load(value)
+        if isinstance(parsed, str):  # YAML 1.1 reads "3e-3" as a string
+            try:
+                parsed = float(parsed)
+            except ValueError:
+                pass
+        _set_dotted(raw, key.strip(), parsed)
     valid = {f.name for f in dataclasses.fields(TrainConfig)}
     unknown = set(raw) - valid
     if unknown:
@@ -123,10 +129,10 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
     if set(model_raw) - mvalid:
         raise SpecError(f"{path}: unknown model key(s) {sorted(set(model_raw) - mvalid)}; valid: {sorted(mvalid)}")
     model_raw.setdefault("vocab_size", AUTO_VOCAB)  # resolved against the mix in `train`
-    try:
-        return TrainConfig(model=ModelConfig(**model_raw), **raw)
-    except TypeError as e:
-        raise SpecError(f"{path}: {e}") from e
+    from datapipe.config import build
+
+    model = build(ModelConfig, model_raw, where=f"{path}: model")
+    return build(TrainConfig, {**raw, "model": model}, where=str(path))
 
 
 def lr_factor(step: int, *, warmup: int, total: int, min_ratio: float) -> float:
