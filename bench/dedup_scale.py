@@ -8,8 +8,10 @@ are written to Parquet first, so the dedup driver reads them lazily like the
 runner's materialised dataset and holds no documents itself.
 
 Each size runs in a fresh process with its own local Ray (``--cpus``); a sampler
-thread records the driver's RSS and every Ray worker's RSS four times a second,
-and each sample is attributed to the pass running at that moment.
+thread records the driver's RSS and every Ray worker's private memory (USS) four
+times a second, and each sample is attributed to the pass running at that moment.
+A last table measures the one global step, union-find over duplicate edges in one
+task, against the number of edges.
 
 Run: ``python bench/dedup_scale.py [--sizes 2000 20000 200000] [--cpus 2]``
 """
@@ -90,7 +92,8 @@ def generate(n_docs: int, out: Path, seed: int = 0, chunk: int = 10_000) -> int:
 
 
 class Sampler(threading.Thread):
-    """RSS of this process (the driver) and of every Ray worker, every 0.25 s."""
+    """RSS of this process (the driver) and the private memory (USS: RSS without the
+    shared object-store pages a worker maps) of every Ray worker, every 0.25 s."""
 
     def __init__(self) -> None:
         super().__init__(daemon=True)
@@ -107,7 +110,7 @@ class Sampler(threading.Thread):
                 try:
                     cmd = proc.info["cmdline"] or []
                     if cmd and cmd[0].startswith("ray::"):
-                        workers.append(proc.memory_info().rss)
+                        workers.append(proc.memory_full_info().uss)
                 except (psutil.NoSuchProcess, psutil.AccessDenied):
                     continue
             self.samples.append((time.time(), me.memory_info().rss, max(workers, default=0), sum(workers)))
@@ -162,6 +165,31 @@ def run_one(data: Path, work: Path, cpus: int) -> dict:
             "components": rep["components"]}
 
 
+def components_memory(n_edges: int) -> dict:
+    """Peak memory of the local components kernel on ``n_edges`` random edges between
+    keys shaped like the stage's (~60 bytes), in this process."""
+    import resource
+
+    from stages.dedup.graph import local_components
+
+    rng = np.random.default_rng(1)
+    n_nodes = int(n_edges * 1.3)
+    names = pa.array([f"10002\x1fweb\x1fweb/{int(i):016x}\x1f{int(i) * 7919 % 2**64:016x}\x1f0000000000000000"
+                      for i in rng.permutation(n_nodes)])
+    a, b = rng.integers(0, n_nodes, n_edges), rng.integers(0, n_nodes, n_edges)
+    lo, hi = np.minimum(a, b), np.maximum(a, b)
+    keep = lo != hi
+    edges = pa.table({"a": names.take(pa.array(lo[keep])), "b": names.take(pa.array(hi[keep]))})
+    del names
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    t0 = time.perf_counter()
+    out = local_components(edges)
+    secs = time.perf_counter() - t0
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    return {"edges": edges.num_rows, "input_bytes": edges.nbytes, "extra_peak": max(0, peak - base),
+            "seconds": secs, "removed": out.num_rows}
+
+
 def mb(x: int) -> str:
     return f"{x / 2**20:.0f}"
 
@@ -171,10 +199,16 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[2000, 20000, 200000])
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--out", default="runs/bench/dedup_scale")
+    ap.add_argument("--edges", type=int, nargs="*", default=[100_000, 1_000_000, 2_000_000],
+                    help="edge counts for the components memory table")
     ap.add_argument("--one", nargs=2, metavar=("DATA", "WORK"), help=argparse.SUPPRESS)
+    ap.add_argument("--cc", type=int, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:   # child process: one size
         print(json.dumps(run_one(Path(args.one[0]), Path(args.one[1]), args.cpus)))
+        return
+    if args.cc:    # child process: components memory
+        print(json.dumps(components_memory(args.cc)))
         return
     out = Path(args.out)
     results = []
@@ -202,6 +236,18 @@ def main() -> None:
         print(f"{r['docs']:>9,} {r['mb']:>7.1f} {r['seconds']:>8.1f} {r['seconds'] / r['docs'] * 1e6:>8.0f} "
               f"{mb(r['driver_rss']):>15} {mb(r['worker_rss_max']):>14}")
     (out / "results.json").write_text(json.dumps(results, indent=2) + "\n")
+    if args.edges:
+        print("\nlocal components (union-find in one task) vs duplicate edges")
+        print(f"{'edges':>10} {'input MB':>9} {'extra peak MB':>14} {'bytes/edge (in+extra)':>22} {'s':>6}")
+        for e in args.edges:
+            proc = subprocess.run([sys.executable, __file__, "--cc", str(e)], capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.stderr.write(proc.stderr[-3000:])
+                raise SystemExit("components memory run failed")
+            c = json.loads(proc.stdout.strip().splitlines()[-1])
+            per = (c["input_bytes"] + c["extra_peak"]) / c["edges"]
+            print(f"{c['edges']:>10,} {mb(c['input_bytes']):>9} {mb(c['extra_peak']):>14} {per:>22.0f} "
+                  f"{c['seconds']:>6.1f}")
     print("\nsignatures per core (one process)")
     import importlib.util
 

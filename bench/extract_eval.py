@@ -16,9 +16,10 @@ Agreement with the baseline, per page:
 * *similar*: token-level F1 >= 0.9, where F1 = 2 |A ∩ B| / (|A| + |B|) over the
   multisets of whitespace tokens of the two outputs (1.0 when both are empty).
 
-Time per page: each chunk of pages is timed for the baseline and the stage back to back,
-``--repeats`` times in alternating order, and the fastest run of each chunk is kept (the
-machine is shared; the minimum is the least disturbed measurement). The stage's overhead
+Time per page: CPU time of this process (``time.process_time``); each chunk of pages is
+timed for the baseline and the stage back to back, ``--repeats`` times in alternating
+order, and the fastest run of each chunk is kept (the machine may be shared; the minimum
+is the least disturbed measurement). The stage's overhead
 is ``stage / baseline - 1`` over the same pages; the target is < 15 %.
 
     .venv/bin/python bench/extract_eval.py [--limit N] [--repeats 3] [--chunk 16]
@@ -29,8 +30,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# keep bench/ itself off the import path: a script there named like a standard-library
-# module (tokenize.py) would shadow it; import the project from the repository root
+# keep bench/ itself off the import path (a script there named like a standard-library
+# module would shadow it); import the project from the repository root
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 REPO = _HERE.parent
@@ -133,7 +134,7 @@ def main() -> None:
     print(f"extract vs trafilatura.extract (defaults) on {n} pages from {shared_dir() / 'corpora/web/html'}")
     print(f"trafilatura {trafilatura.__version__}; agreement: exact = identical text; similar = token F1 >= 0.9")
     print()
-    head = f"{'run':34s} {'ms/page':>8s} {'vs direct':>10s} {'exact':>7s} {'similar':>8s} {'mean F1':>8s} {'chars':>10s} {'kept':>5s}"
+    head = f"{'run (CPU time)':34s} {'ms/page':>8s} {'vs direct':>10s} {'exact':>7s} {'similar':>8s} {'mean F1':>8s} {'chars':>10s} {'kept':>5s}"
     print(head)
     print("-" * len(head))
     chars_direct = sum(len(t or "") for t in direct)

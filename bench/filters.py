@@ -10,8 +10,9 @@ runner's default batch size).
   (:mod:`stages._reference`, the readable statement of each rule); for ``langid`` a loop
   calling fastText once per document.
 
-Each is timed ``--repeats`` times, alternating, in this single process (one core), and
-the fastest run is kept (the machine may be shared). The *chain* runs gopher_repetition,
+Each is timed ``--repeats`` times, alternating, in this single process, as CPU time
+(``time.process_time``: docs per CPU-second is docs/s per core, and a busy shared
+machine disturbs it less than wall time), and the fastest run is kept. The *chain* runs gopher_repetition,
 gopher_quality, c4 and fineweb in sequence the way a job does: documents dropped by one
 stage are skipped by the next, c4's cleaned text feeds fineweb. Target: the chain at
 >= 300 docs/s per core and faster than its per-document loop.
@@ -24,8 +25,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# keep bench/ itself off the import path: a script there named like a standard-library
-# module (tokenize.py) would shadow it; import the project from the repository root
+# keep bench/ itself off the import path (a script there named like a standard-library
+# module would shadow it); import the project from the repository root
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 REPO = _HERE.parent
@@ -151,7 +152,7 @@ def main() -> None:
          [ref(R.gopher_repetition, gr.config), ref(R.gopher_quality, gq.config), ref_c4, ref(R.fineweb, fw.config)]),
     ]
     print(f"{len(texts)} documents ({mb:.1f} MB; {what}, repeated), batches of {args.batch}, "
-          f"1 process, best of {args.repeats}")
+          f"1 process, CPU time, best of {args.repeats}")
     print()
     head = f"{'stage':38s} {'docs/s':>9s} {'MB/s':>7s} {'baseline docs/s':>16s} {'speed-up':>9s} {'kept':>11s}"
     print(head)

@@ -5,7 +5,8 @@ new stages with. Everything else is an implementation detail.
 """
 
 from datapipe.errors import CorruptInputError, DatapipeError, JobError, SpecError
-from datapipe.stage import AnnotatorStage, FilterStage, FormatterStage, GlobalStage, Stage, StageConfig
+from datapipe.stage import (AnnotatorStage, FilterStage, FormatterStage, GlobalStage, Rewrite, RewriteFilterStage,
+                            Stage, StageConfig)
 
 __all__ = [
     "AnnotatorStage",
@@ -15,6 +16,8 @@ __all__ = [
     "FormatterStage",
     "GlobalStage",
     "JobError",
+    "Rewrite",
+    "RewriteFilterStage",
     "SpecError",
     "Stage",
     "StageConfig",

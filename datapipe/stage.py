@@ -234,6 +234,9 @@ class BatchStage(Stage):
         stats: dict[str, BatchStats] = {}
         sources = live.column(S.SOURCE).to_pylist() if m else []
         in_bytes = _lengths(live, S.TEXT)
+        if S.RAW in live.column_names and m:  # markup not yet extracted: count its bytes
+            no_text = pc.is_null(live.column(S.TEXT)).to_numpy(zero_copy_only=False) if S.TEXT in live.column_names else np.ones(m, bool)
+            in_bytes = np.where(no_text, _lengths(live, S.RAW), in_bytes)
         out_bytes = (pc.fill_null(pc.binary_length(out_text_live), 0).to_numpy(zero_copy_only=False)
                      if out_text_live is not None and m else np.zeros(m, dtype=np.int64))
         reason_full = [f"{self.name}:{(reasons[j] or 'unspecified').partition('|')[0]}" if drop_live[j] else None for j in range(m)] if drop_live.any() else None
@@ -322,6 +325,39 @@ class FormatterStage(BatchStage):
         if len(result) > 2 and result[2]:
             added.update(result[2])
         return added, None, None, texts, {k: np.asarray(v) for k, v in changes.items()}
+
+
+@dataclass
+class Rewrite:
+    """What :meth:`RewriteFilterStage.rewrite` returns for a batch of alive rows.
+
+    ``texts``: the new text per row (dropped rows' values are ignored: rejects keep their
+    input text); ``keep``/``reasons``: as for ``FilterStage.keep`` (a kept row whose new
+    text is empty is dropped as ``<stage>:empty``); ``changes``: per-row counters summed
+    into the stage stats; ``columns``: values for the stage's other ``adds`` columns."""
+
+    texts: Any
+    keep: np.ndarray
+    reasons: Sequence[str | None]
+    changes: Mapping[str, np.ndarray] = dataclasses.field(default_factory=dict)
+    columns: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+class RewriteFilterStage(BatchStage):
+    """Rewrites ``text`` and keeps or drops each document with a reason, in one pass
+    (``extract``: new text, or ``not_html``/``timeout``; ``c4``: lines removed, or
+    ``lorem_ipsum``)."""
+
+    kind = "rewrite+filter"
+
+    def rewrite(self, batch: pa.Table) -> Rewrite:
+        raise NotImplementedError
+
+    def _run(self, live: pa.Table):
+        r = self.rewrite(live)
+        keep = np.asarray(r.keep, dtype=bool)
+        return (dict(r.columns), keep, list(r.reasons), r.texts,
+                {k: np.asarray(v) for k, v in r.changes.items()})
 
 
 class GlobalStage(Stage):

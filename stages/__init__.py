@@ -8,7 +8,11 @@ from __future__ import annotations
 from datapipe.errors import SpecError
 from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
+from stages.c4 import C4
 from stages.extract import Extract
+from stages.fineweb import FineWeb
+from stages.gopher_quality import GopherQuality
+from stages.gopher_repetition import GopherRepetition
 from stages.langid import LangId
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
@@ -20,6 +24,10 @@ REGISTRY: dict[str, type[Stage]] = {
     "normalize": Normalize,
     "length": LengthFilter,
     "langid": LangId,
+    "gopher_repetition": GopherRepetition,
+    "gopher_quality": GopherQuality,
+    "c4": C4,
+    "fineweb": FineWeb,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "pii": PiiStage,

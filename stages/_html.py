@@ -166,7 +166,7 @@ def _guess(raw: bytes) -> str | None:
 def binary_kind(raw: bytes) -> str | None:
     """What a payload is when it is clearly not a text page (``pdf``, ``png``, ...,
     ``binary`` for control bytes), else None. Looks at the first 4 KiB only."""
-    head = raw.lstrip(b" \t\r\n")[:4096]
+    head = raw[:8192].lstrip(b" \t\r\n")[:4096]
     for bom, _ in _BOMS:
         if head.startswith(bom):
             return None

@@ -42,7 +42,7 @@ import pyarrow.compute as pc
 from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
 from stages import _text as T
-from stages._base import Rewrite, RewriteFilterStage
+from datapipe.stage import Rewrite, RewriteFilterStage
 
 log = logging.getLogger(__name__)
 
@@ -205,7 +205,7 @@ class C4(RewriteFilterStage):
                 reasons[d] = f"too_few_sentences|{sentences[d]}"
             keep &= ~few
 
-        cleaned = kept.join("\n")
+        cleaned = pc.utf8_trim_whitespace(kept.join("\n"))   # blank lines can only be kept with rules off
         if self._bad_words_re is not None and keep.any():
             alive = np.flatnonzero(keep)
             sub = cleaned.take(pa.array(alive))

@@ -39,7 +39,7 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
 from stages import _html
-from stages._base import Rewrite, RewriteFilterStage
+from datapipe.stage import Rewrite, RewriteFilterStage
 from stages._deadline import DocumentTimeout, deadline
 
 log = logging.getLogger(__name__)
@@ -131,7 +131,7 @@ class Extract(RewriteFilterStage):
             kwargs = self.trafilatura_kwargs()
         if len(raw) > cfg.max_bytes:
             return None, None, f"too_large|{len(raw)} bytes > {cfg.max_bytes}"
-        if not raw.strip():
+        if not raw[:65536].strip() and not raw.strip():
             return None, None, "empty|blank page"
         kind = _html.binary_kind(raw)
         if kind is not None:

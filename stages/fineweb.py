@@ -1,5 +1,5 @@
 """FineWeb quality filter (Penedo et al. 2024, "The FineWeb Datasets: Decanting the Web
-for the Finest Text Data at Scale", section 3.6 "additional heuristic filters"; datatrove
+for the Finest Text Data at Scale", arXiv:2406.17557; datatrove
 ``FineWebQualityFilter``). Targets list-like pages that pass the Gopher and C4 filters.
 
 Rules, checked in this order (``fineweb:<rule>``, detail = measured value):

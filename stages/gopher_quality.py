@@ -1,5 +1,5 @@
 """Gopher quality filter (Rae et al. 2021, "Scaling Language Models: Methods, Analysis &
-Insights from Training Gopher", appendix A.1.1, MassiveWeb quality filters).
+Insights from Training Gopher", appendix A, MassiveWeb quality filters).
 
 Rules, checked in this order; the first that fails names the drop
 (``gopher_quality:<rule>``, detail = the measured value):

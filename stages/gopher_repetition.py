@@ -1,4 +1,4 @@
-"""Gopher repetition filter (Rae et al. 2021, appendix A.1.1 and table A1): documents
+"""Gopher repetition filter (Rae et al. 2021, appendix A and table A1): documents
 that repeat themselves — the same lines, paragraphs or phrases over and over — are
 mostly boilerplate, spam or generated text.
 
