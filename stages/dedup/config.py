@@ -52,8 +52,9 @@ class DedupConfig(StageConfig):
     index_out: str | None = None
     # execution
     components: Literal["auto", "local", "distributed"] = "auto"
-    #: ``auto`` clusters in one task up to this many duplicate edges (~100 MB per million)
-    local_max_edges: int = 2_000_000
+    #: ``auto`` clusters in one task up to this many duplicate edges (measured ~0.5 KB
+    #: per edge at peak, so ~0.5 GB at the default); more edges go distributed
+    local_max_edges: int = 1_000_000
     #: documents per signature batch
     batch_size: int = 1024
     #: most rows per shuffle partition of the light grouping passes (keys, buckets, edges)
@@ -99,8 +100,11 @@ class DedupConfig(StageConfig):
                         ("max_rounds", self.max_rounds)):
             if v < 1:
                 raise bad(name, f"must be >= 1, got {v}")
-        if self.components == "local" and self.local_max_edges < 1:
-            raise bad("local_max_edges", "must be >= 1")
+        if (self.index_in or self.index_out) and not self.near:
+            raise bad("index_in/index_out", "need the near pass (near: true): the index holds LSH buckets")
+        if self.index_in and self.index_out and self.index_in.rstrip("/") == self.index_out.rstrip("/"):
+            raise bad("index_out", f"must differ from index_in ({self.index_out}): indexes are immutable, so a "
+                      "re-run never deduplicates data against itself; write a new one")
 
     # -- derived ------------------------------------------------------------------
     @property

@@ -399,8 +399,6 @@ class _Run:
 
     def _write_index(self, docs: str, dec_path: str | None, shards: int, index: dict | None) -> None:
         cfg = self.cfg
-        if not cfg.near:
-            raise SpecError("dedup: index_out needs the near pass (near: true): the index holds LSH buckets")
         out = cfg.index_out.rstrip("/")
         if cfg.index_in and os.path.abspath(cfg.index_in) == os.path.abspath(out):
             raise SpecError(f"dedup: index_out must differ from index_in ({out}): indexes are immutable, "

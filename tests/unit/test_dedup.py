@@ -361,3 +361,10 @@ def test_mark_sets_reject_columns_from_decision_shards(tmp_path, real_docs):
 def test_config_errors_name_the_field(kwargs, field):
     with pytest.raises(SpecError, match=f"dedup: {field}"):
         DedupConfig(**kwargs)
+
+
+def test_index_options_are_checked():
+    with pytest.raises(SpecError, match="index_in/index_out"):
+        DedupConfig(near=False, index_out="/tmp/x")
+    with pytest.raises(SpecError, match="index_out"):
+        DedupConfig(index_in="/tmp/idx", index_out="/tmp/idx/")
