@@ -29,7 +29,6 @@ import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]  # bench/tokenize_shards.py vs stdlib
 sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402
@@ -41,7 +40,6 @@ import re  # noqa: E402
 import shutil  # noqa: E402
 import time  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 import pyarrow.compute as pc  # noqa: E402
 

@@ -22,7 +22,6 @@ import sys
 from pathlib import Path
 
 _HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]  # bench/tokenize_shards.py vs stdlib
 sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402

@@ -16,9 +16,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-# run as a script, bench/ is sys.path[0] and its tokenize.py would shadow the stdlib's
 _HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 sys.path.insert(0, str(_HERE.parent))
 
 import argparse  # noqa: E402

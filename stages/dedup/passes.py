@@ -205,10 +205,30 @@ def edge_side(batch: pa.Table, *, on: str, parts: int, num_perm: int, carry: boo
     return S.conform(pa.table(cols), join_schema(num_perm, carry))
 
 
-def payload_side(batch: pa.Table, *, parts: int, num_perm: int, carry: bool) -> pa.Table:
+def needed_keys(batch: pa.Table, *, shards: int) -> pa.Table:
+    """Endpoints of candidate pairs, sharded like the documents' batches, so that the
+    verification joins only move the payload of documents that are in a pair."""
+    keys = pc.unique(pa.concat_arrays([_col(batch, "a"), _col(batch, "b")]))
+    batch_hex = G.key_fields(keys)["batch"]
+    shard = np.array([int(x, 16) % shards for x in batch_hex.to_pylist()], dtype=np.int64)
+    return pa.table({"key": keys, SHARD: pa.array(shard)})
+
+
+def payload_side(batch: pa.Table, *, parts: int, num_perm: int, carry: bool, needed_dir: str | None = None,
+                 shards: int = 1) -> pa.Table:
+    """Payload rows (key, signature, shingle set) of the documents in candidate pairs
+    (all eligible ones when ``needed_dir`` is None), tagged for the join."""
     if KEY in batch.column_names:
         batch = batch.filter(pc.is_valid(_col(batch, KEY)))
+        bid = _col(batch, BATCH).to_numpy(zero_copy_only=False)
         batch = pa.table({"key": _col(batch, KEY), "sig": _col(batch, SIG), "sh": _col(batch, SH)})
+    else:   # index rows: batch 0
+        bid = np.zeros(batch.num_rows, np.uint64)
+    if needed_dir is not None and batch.num_rows:
+        need = _load_shards(needed_dir, (bid % np.uint64(shards)).astype(np.int64), ["key"])
+        keep = pc.is_in(_col(batch, "key"), value_set=_col(need, "key")) if need is not None and need.num_rows \
+            else pa.array(np.zeros(batch.num_rows, bool))
+        batch = batch.filter(keep)
     n = batch.num_rows
     cols = {"_part": pa.array(string_part(_col(batch, "key"), parts)), "_side": pa.array(np.ones(n, np.int8)),
             "key": _col(batch, "key"), "sig": _col(batch, "sig"), "sh": _col(batch, "sh")}

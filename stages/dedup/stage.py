@@ -1,22 +1,30 @@
 """The dedup stage: exact + MinHash-LSH near-duplicate removal across sources, as a
 chain of Ray Data passes joined by durable Parquet artifacts under ``ctx.work_dir``.
 
-=============  =========================================================  ==================
-pass           what                                                       shuffle key
-=============  =========================================================  ==================
-signatures     normalise, shingle, MinHash, band buckets, exact hash      (none: map)
-exact          group identical normalised texts; smallest key represents  exact hash
-buckets        one row per (representative, band); star edges per bucket  band bucket
-verify_a/_b    attach both endpoints' shingle sets, keep sim >= threshold  edge endpoint
-components     union-find in one task (<= local_max_edges edges) or       - / node
-               alternating large-star / small-star rounds
-decisions      removed id -> reason, survivor (sharded by input batch)    (none: map)
-index          survivors' buckets + signatures for a later run            (none: map)
-mark           the documents, re-read, with drops marked                  (none: lazy map)
-=============  =========================================================  ==================
+=============  ==========================================================  =============
+pass           what                                                        partitioned by
+=============  ==========================================================  =============
+signatures     normalise, shingle, MinHash, band buckets, exact hash; the   (map)
+               documents are written once, with these ``_dd_*`` columns
+exact          group identical normalised texts; the smallest key           exact hash
+               represents the group further on
+candidates     one row per (representative, band); star edges per bucket   band bucket
+verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
+               pairs with similarity >= threshold (``verify_a`` first
+               when the join needs more than one partition)
+components     union-find in one task (<= ``local_max_edges`` edges) or    (one) / node
+               alternating large-star / small-star rounds (``cc_*``)
+decisions      removed id -> reason, survivor, cluster size; sharded by    survivor key
+               the batch the document was written in
+index          survivors' exact hash, buckets and signature (index_out)    (map)
+mark           the documents re-read with drops marked (lazy, returned)    (map)
+=============  ==========================================================  =============
 
-No pass gathers documents, signatures or edges in the driver: it only sees row
-counts, the S-curve and the report's small aggregates. The only step that may hold
+Every grouping pass hands each partition whole to a vectorised kernel of
+:mod:`stages.dedup.graph`; a partition holds at most ``partition_rows`` rows
+(``verify_partition_rows`` for the verification joins), so no task's memory grows
+with the corpus. No pass gathers documents, signatures or edges in the driver: it only sees row
+counts (from Parquet footers), the S-curve and the report's small aggregates. The only step that may hold
 a whole set in one process is the local components step, bounded by
 ``local_max_edges`` duplicate edges (never by the number of documents).
 """
@@ -27,11 +35,9 @@ import json
 import logging
 import math
 import os
-import shutil
 import time
 from typing import Any, ClassVar
 
-import numpy as np
 import pyarrow as pa
 
 from datapipe import schema as S
@@ -241,7 +247,7 @@ class _Run:
                 P.index_rows, fn_kwargs={"ranks": self.ranks, "default_rank": self.default_rank}, batch_format=fmt)
         n_index = index["documents"] if index is not None else 0
 
-        edge_sets: list[str] = []
+        edge_sets: list[tuple[str, str, int]] = []
         counts: dict[str, int] = {"documents": n_docs, "eligible": n_elig, "index_documents": n_index}
 
         # 2. exact: identical normalised text
@@ -315,14 +321,19 @@ class _Run:
     def _verify(self, docs: str, cand: str, n_cand: int, n_elig: int, index_nodes) -> tuple[str, int]:
         cfg, fmt = self.cfg, "pyarrow"
         npm = cfg.num_perm
-        parts = self._parts(n_cand + n_elig, cfg.verify_partition_rows)
+        parts = self._parts(3 * n_cand, cfg.verify_partition_rows)   # pairs + at most 2 documents each
+
+        # only documents that are in a candidate pair need to travel
+        shards = max(1, math.ceil(2 * n_cand / cfg.shard_rows))
+        needed, _ = self._write("needed", lambda: self._read(cand).map_batches(
+            P.needed_keys, fn_kwargs={"shards": shards}, batch_format=fmt), partition_cols=[P.SHARD])
 
         def payload(carry: bool):
-            pay = self._read(docs, [P.KEY, P.SIG, P.SH]).map_batches(
-                P.payload_side, fn_kwargs={"parts": parts, "num_perm": npm, "carry": carry}, batch_format=fmt)
+            kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards}
+            pay = self._read(docs, [P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
+                P.payload_side, fn_kwargs=kw, batch_format=fmt)
             if index_nodes is not None:
-                pay = pay.union(index_nodes.map_batches(
-                    P.payload_side, fn_kwargs={"parts": parts, "num_perm": npm, "carry": carry}, batch_format=fmt))
+                pay = pay.union(index_nodes.map_batches(P.payload_side, fn_kwargs=kw, batch_format=fmt))
             return pay
 
         def join_a():

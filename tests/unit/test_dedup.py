@@ -368,3 +368,18 @@ def test_index_options_are_checked():
         DedupConfig(near=False, index_out="/tmp/x")
     with pytest.raises(SpecError, match="index_out"):
         DedupConfig(index_in="/tmp/idx", index_out="/tmp/idx/")
+
+
+def test_index_built_with_other_parameters_is_refused(tmp_path):
+    from stages.dedup.stage import INDEX_FORMAT, INDEX_VERSION, _open_index
+    from stages.dedup.minhash import BUCKET_HASH_VERSION
+
+    params = DedupConfig(num_perm=64).signature_params()
+    (tmp_path / "meta.json").write_text(json.dumps({
+        "format": INDEX_FORMAT, "version": INDEX_VERSION, "bucket_hash": BUCKET_HASH_VERSION, "params": params,
+        "segments": ["seg-0000"], "documents": 3, "segment_documents": [3]}))
+    assert _open_index(str(tmp_path), DedupConfig(num_perm=64))["documents"] == 3
+    with pytest.raises(SpecError, match=r"num_perm: index 64 vs job 128"):
+        _open_index(str(tmp_path), DedupConfig())
+    with pytest.raises(SpecError, match="not a dedup index"):
+        _open_index(str(tmp_path / "nothing"), DedupConfig())

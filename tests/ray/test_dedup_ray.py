@@ -15,7 +15,7 @@ import pytest
 from datapipe import schema as S
 from datapipe.stage import StageContext
 from stages.dedup import Dedup, DedupConfig
-from stages.dedup.minhash import Shingling, shingles
+from stages.dedup.minhash import shingles
 
 pytestmark = pytest.mark.ray
 
@@ -137,7 +137,7 @@ def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, 
     ctx.execution_options.resource_limits = old_limits.copy(cpu=1)   # one CPU instead of two
     try:
         b, rep_b = _run(ray_session, tmp_path, "b", _tables(corpus, all_src, rows_per_block=7),
-                        batch_size=5, partition_rows=150, components="distributed")
+                        batch_size=5, partition_rows=150, verify_partition_rows=40, components="distributed")
     finally:
         ctx.execution_options.resource_limits = old_limits
     ra, rb = _removed(a), _removed(b)
