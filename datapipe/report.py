@@ -113,6 +113,9 @@ def summary_markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {src} | {t['documents']} | {t['tokens']} | {t['shards']} |")
         lines.append(f"| **total** | {sum(t['documents'] for t in report['shards'].values())} | "
                      f"{sum(t['tokens'] for t in report['shards'].values())} | |")
+    for name, rep in report.get("stage_reports", {}).items():
+        if isinstance(rep, dict) and "s_curve" in rep:
+            lines.extend(_dedup_section(name, rep))
     changed = [st for st in report["stages"] if st["changes"] or st["docs_changed"]]
     if changed:
         lines.append("")
@@ -126,6 +129,28 @@ def summary_markdown(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Drop reasons by stage and source: report.json; picture: drops.png")
     return "\n".join(lines)
+
+
+def _dedup_section(name: str, rep: dict[str, Any]) -> list[str]:
+    """Bands x rows with the S-curve, removals per source, where duplicates were found
+    (removed source x kept source) and the cluster-size histogram."""
+    lines = ["", f"**{name}**: {rep.get('bands')} bands x {rep.get('rows')} rows "
+             f"(threshold {rep.get('params', {}).get('threshold')}); P(candidate) at similarity: "
+             + ", ".join(f"{k}: {v:.3f}" for k, v in rep["s_curve"].items())]
+    removed = rep.get("removed_per_source", {})
+    if removed:
+        lines.append("")
+        lines.append("| removed from \\ kept in | exact | near | " + " | ".join(removed) + " |")
+        lines.append("|---|---:|---:|" + "---:|" * len(removed))
+        matrix = rep.get("matrix", {})
+        for src, n in removed.items():
+            row = matrix.get(src, {})
+            lines.append(f"| {src} | {n.get('exact', 0)} | {n.get('near', 0)} | "
+                         + " | ".join(str(row.get(k, 0) or "") for k in removed) + " |")
+    if rep.get("cluster_sizes"):
+        lines.append("")
+        lines.append("cluster sizes: " + ", ".join(f"{k} docs: {v}" for k, v in rep["cluster_sizes"].items()))
+    return lines
 
 
 def plot_drops(report: dict[str, Any], path: Path) -> None:

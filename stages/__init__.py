@@ -9,6 +9,7 @@ from datapipe.errors import SpecError
 from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
+from stages.dedup import Dedup
 from stages.extract import Extract
 from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality
@@ -30,6 +31,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "fineweb": FineWeb,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
+    "dedup": Dedup,
     "pii": PiiStage,
     "tokenize": Tokenize,
 }

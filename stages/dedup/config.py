@@ -52,8 +52,8 @@ class DedupConfig(StageConfig):
     index_out: str | None = None
     # execution
     components: Literal["auto", "local", "distributed"] = "auto"
-    #: ``auto`` clusters in one task up to this many duplicate edges (measured ~0.5 KB
-    #: per edge at peak, so ~0.5 GB at the default); more edges go distributed
+    #: ``auto`` clusters in one task up to this many duplicate edges (measured ~0.4 KB
+    #: per edge at peak, so ~0.4 GB at the default); more edges go distributed
     local_max_edges: int = 1_000_000
     #: documents per signature batch
     batch_size: int = 1024

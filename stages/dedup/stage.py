@@ -9,6 +9,7 @@ signatures     normalise, shingle, MinHash, band buckets, exact hash; the   (map
 exact          group identical normalised texts; the smallest key           exact hash
                represents the group further on
 candidates     one row per (representative, band); star edges per bucket   band bucket
+needed         endpoints of candidate pairs, sharded by document batch     (map)
 verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
                pairs with similarity >= threshold (``verify_a`` first
                when the join needs more than one partition)
@@ -157,6 +158,7 @@ class _Run:
         self.ranks = {s: cfg.rank(s) for s in cfg.source_priority}
         self.default_rank = len(cfg.source_priority)
         self.cpus = 1   # known once Ray runs (after the first pass)
+        self.index_written: dict[str, Any] | None = None
 
     # -- helpers ---------------------------------------------------------------------
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
@@ -239,10 +241,15 @@ class _Run:
         import ray
 
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        if n_docs == 0:   # nothing came in: nothing to do but keep the index going
+            if cfg.index_out:
+                self._write_index(docs, None, 1, index)
+            self._report(None, {"documents": 0, "eligible": 0}, "none", time.perf_counter() - t_start)
+            return ds
         columns = [c for c in _schema_of(docs).names if c not in P.DD_COLUMNS]
         n_elig = _count_valid(docs, P.KEY)
         index_nodes = None
-        if index is not None:
+        if index is not None and index["segments"]:
             index_nodes = self._read(index["segments"]).map_batches(
                 P.index_rows, fn_kwargs={"ranks": self.ranks, "default_rank": self.default_rank}, batch_format=fmt)
         n_index = index["documents"] if index is not None else 0
@@ -252,7 +259,7 @@ class _Run:
 
         # 2. exact: identical normalised text
         reps_source = None
-        if cfg.exact:
+        if cfg.exact and n_elig:
             parts = self._parts(n_elig + n_index)
 
             def exact_ds():
@@ -269,7 +276,7 @@ class _Run:
             reps_source = exact_path
 
         # 3. buckets -> candidate pairs
-        if cfg.near:
+        if cfg.near and n_elig:
             n_reps = (n_elig + n_index) - (counts.get("exact_duplicate_edges", 0))
             parts = self._parts(max(1, n_reps) * self.bands)
 
@@ -428,14 +435,16 @@ class _Run:
             n_old = index["documents"]
         name = f"seg-{len(segments):04d}"
         t0, wall0 = time.perf_counter(), time.time()
-        self._read(docs, [S.ID, S.SOURCE, P.KEY, P.EXACT, P.BUCKETS, P.SIG, P.BATCH]).map_batches(
-            P.index_survivors, fn_kwargs={"decisions_dir": dec_path, "shards": shards}, batch_format="pyarrow"
-        ).write_parquet(_join(staging, name))
-        n_new = _count_rows(_join(staging, name))
-        segments.append(name)
+        n_new = 0
+        if _count_valid(docs, P.KEY) if _parquet_files(docs) else 0:
+            self._read(docs, [S.ID, S.SOURCE, P.KEY, P.EXACT, P.BUCKETS, P.SIG, P.BATCH]).map_batches(
+                P.index_survivors, fn_kwargs={"decisions_dir": dec_path, "shards": shards}, batch_format="pyarrow"
+            ).write_parquet(_join(staging, name))
+            n_new = _count_rows(_join(staging, name))
+            segments.append(name)
         meta = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "bucket_hash": BUCKET_HASH_VERSION,
                 "params": cfg.signature_params(), "segments": segments, "documents": n_old + n_new,
-                "segment_documents": (index["segment_documents"] if index else []) + [n_new]}
+                "segment_documents": (index["segment_documents"] if index else []) + ([n_new] if n_new else [])}
         with fs.open_output_stream(_join(sp, "meta.json")) as f:
             f.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
         _remove(out)
@@ -482,7 +491,7 @@ class _Run:
             "passes": self.passes,
             "seconds": round(seconds, 3),
         }
-        if getattr(self, "index_written", None):
+        if self.index_written:
             report["index_out"] = self.index_written
         if cfg.index_in:
             report["index_in"] = {"path": cfg.index_in, "documents": counts.get("index_documents", 0)}

@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import re
 import textwrap
 from pathlib import Path
 
@@ -32,21 +33,21 @@ def _lines(path: Path) -> list[str]:
     return data.decode("utf-8").splitlines()
 
 
-def _member_key(sample: Path, m: dict) -> tuple[str, str]:
-    """(source, url or file name) that identifies a ground-truth member in the output."""
+def _member_key(sample: Path, m: dict) -> tuple[str, str | None, str]:
+    """(source, url, file name) that identifies a ground-truth member in the output."""
     f = sample / m["file"]
     name = f.name
     if name.endswith((".jsonl", ".jsonl.gz", ".jsonl.zst")):
-        return m["source"], json.loads(_lines(f)[m["locator"]])["url"]
+        return m["source"], json.loads(_lines(f)[m["locator"]])["url"], name
     if name.endswith(".parquet"):
-        return m["source"], pq.read_table(f).column("url")[m["locator"]].as_py()
+        return m["source"], pq.read_table(f).column("url")[m["locator"]].as_py(), name
     if ".warc" in name:
-        return m["source"], m["locator"]
-    return m["source"], m["locator"]          # loose files: the origin is the file name
+        return m["source"], m["locator"], name
+    return m["source"], None, name           # loose files: no URL, the origin is the file name
 
 
-def test_sample_job_removes_the_planted_duplicates(ray_session, tmp_path, repo_dir, monkeypatch):
-    monkeypatch.setitem(stages.REGISTRY, "dedup", Dedup)
+def test_sample_job_removes_the_planted_duplicates(ray_session, tmp_path, repo_dir):
+    assert stages.REGISTRY["dedup"] is Dedup
     sample = repo_dir / "jobs" / "sample_data"
     spec = tmp_path / "job.yaml"
     spec.write_text(textwrap.dedent(f"""
@@ -76,7 +77,7 @@ def test_sample_job_removes_the_planted_duplicates(ray_session, tmp_path, repo_d
     rejects = [r for f in sorted((out / "rejects").rglob("*.parquet")) for r in pq.read_table(f).to_pylist()]
 
     def ident(r):
-        return (r["source"], r["url"] or Path(str(r["origin"])).name.split("@")[0])
+        return r["source"], r["url"], re.split(r"[@:#]", Path(str(r["origin"])).name)[0]
 
     kept = {ident(r): r["id"] for r in rows}
     removed = {ident(r): r for r in rejects if str(r["reject_reason"]).startswith("dedup:")}
