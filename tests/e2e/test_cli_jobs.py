@@ -97,7 +97,12 @@ def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sampl
     cmd = [str(ray_bin), "job", "submit", "--address", ray_cluster["dashboard"], "--working-dir", str(repo_dir),
            "--runtime-env-json", json.dumps(runtime_env),
            "--", "python", "-m", "datapipe", "run", "jobs/sample.yaml", "--output", str(out)]
-    proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
+    deadline = time.time() + 120
+    while True:  # a fresh head's job agent can take a moment to come up
+        proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
+        if proc.returncode == 0 or "No available agent" not in proc.stderr + proc.stdout or time.time() > deadline:
+            break
+        time.sleep(5)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     assert "succeeded" in (proc.stdout + proc.stderr).lower()
     assert _data_files(out) == _data_files(reference)
