@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup models sample test bench clean
+.PHONY: setup models sample test clean shared-check
 
 # Models the sample job needs, trained from the bundled sample corpus (seconds).
 D := jobs/sample_data
@@ -41,7 +41,7 @@ models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json
 shared-check:
 	@test -d "$${DATAPIPE_SHARED:-../shared}/models" || { echo "the sample job's language-ID model comes from ../shared/models/lid.176.ftz: put the shared/ folder beside the repo or set DATAPIPE_SHARED" >&2; exit 1; }
 
-sample: setup models shared-check
+sample: shared-check setup models
 	$(BIN)/datapipe run jobs/sample.yaml
 	$(BIN)/datapipe shards verify runs/sample/shards
 	$(BIN)/datapipe mix plan mixes/sample.yaml

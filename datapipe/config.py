@@ -103,9 +103,11 @@ def build(cls: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
     Errors raised by the dataclass's own ``__post_init__`` validation are re-raised with
     that place prefixed.
     """
-    values = dict(values or {})
-    if not isinstance(values, dict):
-        raise SpecError(f"{where}: expected a mapping of options, got {type(values).__name__}")
+    if values is None:
+        values = {}
+    if not isinstance(values, Mapping):
+        raise SpecError(f"{where}: expected a mapping of keys to values, got {values!r} ({type(values).__name__})")
+    values = dict(values)
     fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
     hints = typing.get_type_hints(cls)
     for key in values:

@@ -373,8 +373,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
             return RunResult(output=str(out), skipped=True, report=report)
         raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
-    if done is None and out.exists() and any(out.iterdir()) and not force:
-        raise SpecError(f"{out} exists and is not a completed datapipe output; move it away or use --force")
+    if done is None and out.exists() and any(out.iterdir()):
+        # never delete a folder datapipe did not write, even with --force
+        raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
     staging = out.with_name(out.name + ".staging")
     if staging.exists():
@@ -390,6 +391,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     ensure_ray(job)
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = bool(os.environ.get("DATAPIPE_PROGRESS", "1") != "0")
+    # stages whose result depends on which documents share a batch need batches formed
+    # in read order, not in the order Ray tasks happen to finish
+    ctx.execution_options.preserve_order = any(st.make().needs_stable_batches() for st in job.stages)
     started = time.time()
     collector = StatsCollector.remote()
     echo("\n".join(describe_plan(job)))

@@ -66,6 +66,10 @@ class ExecutionSpec:
             raise SpecError(f"execution.batch_rows must be >= 1, got {self.batch_rows}")
         if self.num_cpus is not None and self.num_cpus < 1:
             raise SpecError(f"execution.num_cpus must be >= 1, got {self.num_cpus}")
+        if self.actors_per_stage is not None and self.actors_per_stage < 1:
+            raise SpecError(f"execution.actors_per_stage must be >= 1 (or null for CPUs - 1), got {self.actors_per_stage}")
+        if self.max_doc_bytes < 1:
+            raise SpecError(f"execution.max_doc_bytes must be >= 1, got {self.max_doc_bytes}")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -140,9 +144,10 @@ class JobSpec:
                 }
                 for s in self.sources
             ],
-            "stages": [{"stage": st.name, "config": _portable(to_plain(st.config)),
+            "stages": [{"stage": st.name, "config": _portable(to_plain(st.config), ""),
                         "sources": sorted(st.sources) if st.sources is not None else None} for st in self.stages],
             "output_options": to_plain(self.output_options),
+            "max_doc_bytes": self.execution.max_doc_bytes,
             "shards": to_plain(self.shards) if self.shards is not None else None,
         }
 
@@ -157,20 +162,44 @@ class JobSpec:
         for s in self.sources:
             for f in s.files:
                 try:
-                    h.update(f"{f.path}\0{os.stat(f.path).st_mtime_ns}\0".encode())
+                    h.update(f"{s.name}/{f.rel}\0{os.stat(f.path).st_mtime_ns}\0".encode())
                 except OSError:
-                    h.update(f"{f.path}\0missing\0".encode())
+                    h.update(f"{s.name}/{f.rel}\0missing\0".encode())
         return h.hexdigest()
 
 
-def _portable(value: Any) -> Any:
-    """Strip machine-specific absolute prefixes from path-like config values for hashing."""
-    if isinstance(value, str) and os.path.isabs(value) and os.path.exists(value):
-        return os.path.basename(value) + f"#{os.path.getsize(value)}"
+_SECRET_KEYS = ("key", "secret", "password", "token")
+
+
+def _content_hash(path: str) -> str:
+    """blake2b of a file's bytes, or of a folder's relative paths and file bytes."""
+    h = hashlib.blake2b(digest_size=16)
+    files = [path] if os.path.isfile(path) else sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
+    for f in files:
+        h.update(os.path.relpath(f, path).encode() + b"\0")
+        with open(f, "rb") as fh:
+            for chunk in iter(lambda: fh.read(1 << 20), b""):
+                h.update(chunk)
+    return h.hexdigest()
+
+
+def _portable(value: Any, key: str) -> Any:
+    """A config value as it should count in the spec hash: files and folders by name and
+    content (not by where the checkout is), output paths (``*_out``) by name only, and
+    secrets (``key``, ``*secret*``, ...) by a digest so they never reach a manifest."""
+    k = key.lower()
+    if isinstance(value, str):
+        if k == "key" or any(s in k for s in _SECRET_KEYS[1:]):
+            return "blake2b:" + hashlib.blake2b(value.encode(), digest_size=8, person=b"dp-secret").hexdigest()
+        if os.path.isabs(value):
+            if k.endswith("_out") or not os.path.exists(value):
+                return os.path.basename(os.path.normpath(value))
+            return f"{os.path.basename(os.path.normpath(value))}#{_content_hash(value)}"
+        return value
     if isinstance(value, list):
-        return [_portable(v) for v in value]
+        return [_portable(v, key) for v in value]
     if isinstance(value, dict):
-        return {k: _portable(v) for k, v in value.items()}
+        return {kk: _portable(v, kk) for kk, v in value.items()}
     return value
 
 
@@ -273,10 +302,13 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         raise SpecError(f"{path}: 'on_error' must be 'skip' or 'fail', got {on_error!r}")
     execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
-    out = output if output is not None else raw["output"]
-    if not isinstance(out, str) or not out:
-        raise SpecError(f"{path}: 'output' must be a folder path")
-    out = str((spec_dir / out).resolve()) if not os.path.isabs(out) else out
+    if output is not None:  # from the command line: relative to where the user is
+        out = str(Path(output).resolve())
+    else:
+        out = raw["output"]
+        if not isinstance(out, str) or not out:
+            raise SpecError(f"{path}: 'output' must be a folder path")
+        out = str((spec_dir / out).resolve()) if not os.path.isabs(out) else out
 
     if not isinstance(raw["sources"], list) or not raw["sources"]:
         raise SpecError(f"{path}: 'sources' must be a non-empty list")
@@ -298,7 +330,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         names.add(sname)
         where = f"{path}: source {sname!r}"
         fmt = src["format"]
-        if fmt not in READERS:
+        if not isinstance(fmt, str) or fmt not in READERS:
             raise SpecError(f"{where}: unknown format {fmt!r}; valid formats: {', '.join(sorted(READERS))}")
         paths = src["paths"]
         if isinstance(paths, str):
@@ -329,7 +361,9 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
             unknown = sorted(set(only) - names)
             if unknown:
                 raise SpecError(f"{path}: stages[{i}]: unknown source(s) {unknown}; sources are {sorted(names)}")
-            entry = {entry["stage"]: entry.get("config") or {}}
+            if not isinstance(entry["stage"], str):
+                raise SpecError(f"{path}: stages[{i}]: 'stage' must be a stage name, got {entry['stage']!r}")
+            entry = {entry["stage"]: entry.get("config")}
         if not isinstance(entry, dict) or len(entry) != 1:
             raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}' or "
                             f"'{{stage: <name>, sources: [..], config: {{..}}}}', got {entry!r}")
@@ -348,13 +382,28 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     from datapipe.shards import ShardOptions
 
     tokenizing = any("tokens" in st.cls.adds for st in stages)
+    for st in stages:
+        if "tokens" in st.cls.adds and st.sources is not None:
+            raise SpecError(f"{path}: stages[{st.index}] ({st.name}) must run on every source: token shards are "
+                            "written for every source's kept documents; remove its 'sources' list")
     if "shards" in raw and not tokenizing:
         raise SpecError(f"{path}: 'shards' is set but no stage produces tokens; add a 'tokenize' stage or remove 'shards'")
     shards = build(ShardOptions, raw.get("shards"), where=f"{path}: shards") if tokenizing else None
+    _check_output_is_safe(Path(out), spec_dir, sources, path)
     job = JobSpec(name=name, path=str(path), output=out, on_error=on_error, sources=tuple(sources),
                   stages=tuple(stages), execution=execution, output_options=output_options, shards=shards)
     check_chain(job)
     return job
+
+
+def _check_output_is_safe(out: Path, spec_dir: Path, sources: list[SourceSpec], path: Path) -> None:
+    """The output folder is replaced wholesale on --force: it must not hold the spec or inputs."""
+    out = out.resolve()
+    protected = [spec_dir] + [Path(s.root).resolve() for s in sources]
+    for p in protected:
+        if p == out or out in p.parents:
+            raise SpecError(f"{path}: output {out} contains {p} (the spec or a source's files); "
+                            "choose a separate output folder")
 
 
 def reader_for_source(job: JobSpec, src: SourceSpec):

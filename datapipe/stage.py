@@ -100,6 +100,12 @@ class Stage:
     def setup(self) -> None:
         """Load heavy state (models, tokenizers). Runs once per Ray actor."""
 
+    def needs_stable_batches(self) -> bool:
+        """True when the stage's output for a document depends on the other documents in
+        its batch (per-batch ranking): the runner then keeps batches in read order so the
+        result repeats run to run."""
+        return False
+
     @classmethod
     def needs_actor(cls) -> bool:
         """True when the stage has a ``setup()``: the runner then uses actors."""

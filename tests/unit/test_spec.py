@@ -94,3 +94,46 @@ def test_validate_cli_prints_plan_or_error(tmp_path):
     err = subprocess.run([sys.executable, "-m", "datapipe", "validate", str(bad)], capture_output=True, text=True)
     assert err.returncode == 2
     assert "unknown stage 'normalise'" in err.stderr
+
+
+@pytest.mark.parametrize(
+    "old,new,expected",
+    [
+        ("  - length: {min_chars: 5}", "  - length: 50", "expected a mapping of keys to values, got 50"),
+        ("format: jsonl", "format: [jsonl]", "unknown format ['jsonl']"),
+        ("  - length: {min_chars: 5}", "  - {stage: [length], sources: [docs]}", "'stage' must be a stage name"),
+        ("output: out\n", "output: out\nexecution: {actors_per_stage: 0}\n", "actors_per_stage must be >= 1"),
+        ("output: out\n", "output: data\n", "contains"),
+    ],
+)
+def test_more_malformed_specs_are_spec_errors(tmp_path, old, new, expected):
+    body = GOOD.replace(old, new)
+    assert body != GOOD
+    with pytest.raises(SpecError) as e:
+        load_job(_write(tmp_path, body))
+    assert expected in str(e.value)
+
+
+def test_spec_hash_follows_content_not_paths_and_hides_secrets(tmp_path):
+    spec = _write(tmp_path, GOOD)
+    base = load_job(spec)
+    # same logic, different option that changes which documents are read -> different hash
+    bigger = load_job(_write(tmp_path, GOOD.replace("output: out\n", "output: out\nexecution: {max_doc_bytes: 10}\n")))
+    assert bigger.spec_hash() != base.spec_hash()
+    from datapipe.spec import _portable
+
+    f = tmp_path / "words.txt"
+    f.write_text("alpha\n")
+    h1 = _portable({"bad_words_path": str(f)}, "")
+    f.write_text("omega\n")  # same size, new content
+    assert _portable({"bad_words_path": str(f)}, "")["bad_words_path"] != h1["bad_words_path"]
+    redacted = _portable({"key": "my-secret-pseudonym-key"}, "")["key"]
+    assert "my-secret" not in redacted and redacted.startswith("blake2b:")
+
+
+def test_cli_output_is_relative_to_the_working_directory(tmp_path, monkeypatch):
+    spec = _write(tmp_path, GOOD)
+    elsewhere = tmp_path / "cwd"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert load_job(spec, output="runs/x").output == str(elsewhere / "runs" / "x")
