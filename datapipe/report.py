@@ -173,6 +173,7 @@ def plot_drops(report: dict[str, Any], path: Path) -> None:
     for y, total in enumerate(left):
         if total:
             ax.text(total, y, f" {total}", va="center", fontsize=8)
+    ax.margins(x=0.08)
     ax.invert_yaxis()
     ax.set_xlabel("documents dropped")
     kept = report["totals"]["documents"]
