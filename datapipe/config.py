@@ -137,6 +137,26 @@ def build(cls: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
         raise SpecError(f"{where}: {e}") from None
 
 
+def load_yaml_mapping(path: Any, *, what: str, keys: Any, missing: str = "") -> dict:
+    """Read a YAML file that must hold a mapping (a job spec, a mix, a config); every
+    problem is a :class:`SpecError` naming the file and, for a missing file, ``missing``
+    (how to get one)."""
+    from pathlib import Path
+
+    import yaml
+
+    path = Path(path)
+    if not path.is_file():
+        raise SpecError(f"{what} not found: {path}" + (f"; {missing}" if missing else ""))
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as e:
+        raise SpecError(f"{path}: not valid YAML: {e}") from None
+    if not isinstance(raw, dict):
+        raise SpecError(f"{path}: a {what} is a YAML mapping with keys {sorted(keys)}")
+    return raw
+
+
 def to_plain(obj: Any) -> Any:
     """A JSON-ready view of a config dataclass (for hashing and reports)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):

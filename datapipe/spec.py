@@ -28,7 +28,6 @@ directory of the process that runs the job.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import hashlib
 import json
@@ -38,10 +37,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 
 from datapipe import schema as S
-from datapipe.config import build, to_plain
+from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, Stage, StageConfig
 
@@ -272,14 +270,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     from stages import stage_class
 
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"job spec not found: {path}")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
-    if not isinstance(raw, dict):
-        raise SpecError(f"{path}: a job spec is a YAML mapping with keys {sorted(TOP_KEYS)}")
+    raw = load_yaml_mapping(path, what="job spec", keys=TOP_KEYS)
     spec_dir = path.resolve().parent
     subs = {
         "spec_dir": str(spec_dir),

@@ -104,15 +104,10 @@ _MIX_KEYS = {f.name for f in fields(MixSpec)} - {"base_dir", "path"}
 
 def load_mix(path: str | os.PathLike) -> MixSpec:
     """Read a mix manifest; unknown or missing keys are errors that list the valid ones."""
+    from datapipe.config import load_yaml_mapping
+
     path = Path(path)
-    if not path.is_file():
-        raise SpecError(f"mix manifest {path} not found; write one with `datapipe mix new`")
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise SpecError(f"mix {path}: not valid YAML: {e}") from e
-    if not isinstance(raw, dict):
-        raise SpecError(f"mix {path}: expected a mapping with keys {sorted(_MIX_KEYS)}")
+    raw = load_yaml_mapping(path, what="mix manifest", keys=_MIX_KEYS, missing="write one with `datapipe mix new`")
     unknown = set(raw) - _MIX_KEYS
     if unknown:
         raise SpecError(f"mix {path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(_MIX_KEYS)}")
