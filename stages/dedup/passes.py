@@ -88,7 +88,6 @@ def signature_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
         ok = pc.greater(pc.binary_length(normed), 0).to_numpy(zero_copy_only=False)
         bs = None
     elig = idx[ok]
-    m = len(elig)
     batch_id = xxhash.xxh3_64_intdigest(str(_col(batch, S.ID)[0].as_py()).encode("utf-8"))
     full_ok = np.zeros(n, dtype=bool)
     full_ok[elig] = True
