@@ -166,7 +166,7 @@ class JobSpec:
         return h.hexdigest()
 
 
-_SECRET_KEYS = ("key", "secret", "password", "token")
+_SECRET_KEYS = frozenset({"key", "secret", "password", "token", "api_key", "access_key", "secret_key", "auth_token"})
 
 
 def _content_hash(path: str) -> str:
@@ -187,7 +187,7 @@ def _portable(value: Any, key: str) -> Any:
     secrets (``key``, ``*secret*``, ...) by a digest so they never reach a manifest."""
     k = key.lower()
     if isinstance(value, str):
-        if k == "key" or any(s in k for s in _SECRET_KEYS[1:]):
+        if k in _SECRET_KEYS or k.endswith(("_secret", "_password")):
             return "blake2b:" + hashlib.blake2b(value.encode(), digest_size=8, person=b"dp-secret").hexdigest()
         if os.path.isabs(value):
             if k.endswith("_out") or not os.path.exists(value):

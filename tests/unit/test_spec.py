@@ -129,6 +129,8 @@ def test_spec_hash_follows_content_not_paths_and_hides_secrets(tmp_path):
     assert _portable({"bad_words_path": str(f)}, "")["bad_words_path"] != h1["bad_words_path"]
     redacted = _portable({"key": "my-secret-pseudonym-key"}, "")["key"]
     assert "my-secret" not in redacted and redacted.startswith("blake2b:")
+    # a path-valued key whose name merely contains "token" is hashed by content, not redacted
+    assert _portable({"tokenizer": str(f)}, "")["tokenizer"].startswith("words.txt#")
 
 
 def test_cli_output_is_relative_to_the_working_directory(tmp_path, monkeypatch):
