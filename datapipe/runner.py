@@ -78,26 +78,35 @@ def _cluster_cpus() -> int:
 
 # -- read --------------------------------------------------------------------------
 
+def _tally_marks(table: pa.Table, stage: str, *, count_raw: bool) -> dict[str, BatchStats]:
+    """Per-source stats of ``stage`` read off the reject marks: its input is every row
+    still alive or dropped by it; bytes are text (plus raw markup when ``count_raw``)."""
+    stats: dict[str, BatchStats] = {}
+    nbytes = pc.fill_null(pc.binary_length(table.column(S.TEXT)), 0)
+    if count_raw:
+        nbytes = pc.add(nbytes, pc.fill_null(pc.binary_length(table.column(S.RAW)), 0))
+    for src, by, reason, nb in zip(table.column(S.SOURCE).to_pylist(), table.column(S.REJECT_STAGE).to_pylist(),
+                                   table.column(S.REJECT_REASON).to_pylist(), nbytes.to_pylist()):
+        if reason is not None and by != stage:
+            continue
+        st = stats.setdefault(src, BatchStats())
+        st.docs_in += 1
+        st.bytes_in += nb
+        if reason is None:
+            st.docs_out += 1
+            st.bytes_out += nb
+        else:
+            st.dropped[reason] = st.dropped.get(reason, 0) + 1
+    return stats
+
+
 def _read_split(reader, split, collector, schema: pa.Schema):
     from datapipe.stats import record
 
     t0 = time.perf_counter()
     for table in reader.read(split):
         table = S.conform(table, schema)
-        stats: dict[str, BatchStats] = {}
-        reasons = table.column(S.REJECT_REASON).to_pylist()
-        sources = table.column(S.SOURCE).to_pylist()
-        text_len = pc.fill_null(pc.binary_length(table.column(S.TEXT)), 0).to_pylist()
-        raw_len = pc.fill_null(pc.binary_length(table.column(S.RAW)), 0).to_pylist()
-        for src, reason, tl, rl in zip(sources, reasons, text_len, raw_len):
-            st = stats.setdefault(src, BatchStats())
-            st.docs_in += 1
-            st.bytes_in += tl + rl
-            if reason is None:
-                st.docs_out += 1
-                st.bytes_out += tl + rl
-            else:
-                st.dropped[reason] = st.dropped.get(reason, 0) + 1
+        stats = _tally_marks(table, "read", count_raw=True)
         elapsed = time.perf_counter() - t0
         for st in stats.values():
             st.seconds = elapsed * st.docs_in / max(1, table.num_rows)
@@ -170,21 +179,7 @@ def _tally_global(batch: pa.Table, name: str, collector) -> pa.Table:
     """Stats for a global stage, from the marks it left."""
     from datapipe.stats import record
 
-    stats: dict[str, BatchStats] = {}
-    for src, stage, reason, tl in zip(batch.column(S.SOURCE).to_pylist(), batch.column(S.REJECT_STAGE).to_pylist(),
-                                      batch.column(S.REJECT_REASON).to_pylist(),
-                                      pc.fill_null(pc.binary_length(batch.column(S.TEXT)), 0).to_pylist()):
-        if reason is not None and stage != name:
-            continue
-        st = stats.setdefault(src, BatchStats())
-        st.docs_in += 1
-        st.bytes_in += tl
-        if reason is None:
-            st.docs_out += 1
-            st.bytes_out += tl
-        else:
-            st.dropped[reason] = st.dropped.get(reason, 0) + 1
-    record(collector, name, stats)
+    record(collector, name, _tally_marks(batch, name, count_raw=False))
     return batch
 
 

@@ -218,18 +218,20 @@ class BatchStage(Stage):
                 cols[col] = pa.nulls(n, typ)
 
         drop_live = ~keep
+        reason_full: list[str | None] | None = None  # "<stage>:<rule>" per live row, for the stats
         if drop_live.any():
             if reasons is None:
                 raise AssertionError(f"stage {self.name}: dropped documents without reasons")
             stage_col = batch.column(S.REJECT_STAGE).to_pylist()
             reason_col = batch.column(S.REJECT_REASON).to_pylist()
             detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
+            reason_full = [None] * m
             for j in np.flatnonzero(drop_live):
                 i = alive_idx[j]
                 r = reasons[j] or "unspecified"
                 rule, _, detail = str(r).partition("|")
                 stage_col[i] = self.name
-                reason_col[i] = f"{self.name}:{rule}"
+                reason_col[i] = reason_full[j] = f"{self.name}:{rule}"
                 detail_col[i] = detail or None
             cols[S.REJECT_STAGE] = pa.array(stage_col, pa.string())
             cols[S.REJECT_REASON] = pa.array(reason_col, pa.string())
@@ -245,7 +247,6 @@ class BatchStage(Stage):
             in_bytes = np.where(no_text, _lengths(live, S.RAW), in_bytes)
         out_bytes = (pc.fill_null(pc.binary_length(out_text_live), 0).to_numpy(zero_copy_only=False)
                      if out_text_live is not None and m else np.zeros(m, dtype=np.int64))
-        reason_full = [f"{self.name}:{(reasons[j] or 'unspecified').partition('|')[0]}" if drop_live[j] else None for j in range(m)] if drop_live.any() else None
         changed = None
         if new_text is not None and m:
             changed = pc.not_equal(new_text, live.column(S.TEXT).combine_chunks())

@@ -57,6 +57,25 @@ _FILE_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+@dataclass(kw_only=True, frozen=True)
+class KeyOptions:
+    """Where a record format keeps its fields: ``text_key`` (required), ``id_key`` and
+    ``url_key`` (optional). Shared by the JSONL and Parquet readers."""
+
+    text_key: str = "text"
+    id_key: str | None = None
+    url_key: str | None = None
+
+    def __post_init__(self) -> None:
+        for name, optional in (("text_key", False), ("id_key", True), ("url_key", True)):
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            if not isinstance(value, str) or not value:
+                raise SpecError(f"option {name} must be a non-empty string (a JSON key or a dotted "
+                                f"path like 'meta.url'), got {value!r}")
+
+
 @dataclass(frozen=True)
 class InputFile:
     """One input file. ``rel`` is its path relative to the source root: ids and origins

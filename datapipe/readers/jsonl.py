@@ -16,37 +16,19 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from datapipe.errors import SpecError
 from datapipe.readers._streams import FileCorrupt, compression_of, open_binary
-from datapipe.readers.base import InputFile, Rec, Reader, byte_ranges, reject
+from datapipe.readers.base import InputFile, KeyOptions, Rec, Reader, byte_ranges, reject
 
 _BOM = b"\xef\xbb\xbf"
 _SKIP_CHUNK = 1 << 20
 
 
-def _check_key(name: str, value: Any, *, optional: bool) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, str) or not value:
-        raise SpecError(f"option {name} must be a non-empty string (a JSON key or a dotted "
-                        f"path like 'meta.url'), got {value!r}")
-
-
 @dataclass(kw_only=True, frozen=True)
-class JsonlOptions:
+class JsonlOptions(KeyOptions):
     """``text_key``: field holding the document text. ``id_key``: field holding a native
     id (ids are then ``make_id(source, str(value))``; records without it fall back to the
     locator). ``url_key``: field holding the URL. A key that is not found as such is
     tried as a dotted path (``meta.url``)."""
-
-    text_key: str = "text"
-    id_key: str | None = None
-    url_key: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_key("text_key", self.text_key, optional=False)
-        _check_key("id_key", self.id_key, optional=True)
-        _check_key("url_key", self.url_key, optional=True)
 
 
 def get_field(obj: dict, key: str) -> Any:

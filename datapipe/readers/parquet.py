@@ -21,24 +21,14 @@ import pyarrow.parquet as pq
 
 from datapipe import schema as S
 from datapipe.readers._streams import FileCorrupt
-from datapipe.readers.base import InputFile, Reader
-from datapipe.readers.jsonl import _check_key
+from datapipe.readers.base import InputFile, KeyOptions, Reader
 
 
 @dataclass(kw_only=True, frozen=True)
-class ParquetOptions:
+class ParquetOptions(KeyOptions):
     """``text_key``: the text column (string, or binary holding UTF-8). ``id_key``: a
     column of native ids. ``url_key``: a URL column. Nested struct fields are not
     addressed; flatten them when writing."""
-
-    text_key: str = "text"
-    id_key: str | None = None
-    url_key: str | None = None
-
-    def __post_init__(self) -> None:
-        _check_key("text_key", self.text_key, optional=False)
-        _check_key("id_key", self.id_key, optional=True)
-        _check_key("url_key", self.url_key, optional=True)
 
 
 def _open(path: str) -> pq.ParquetFile:
