@@ -110,3 +110,6 @@ def ray_session(ray_cluster):
     ctx = ray.data.DataContext.get_current()
     ctx.enable_progress_bars = False
     yield ray
+    # disconnect before the cluster is stopped: a driver whose raylet dies exits the
+    # process, which would end pytest before it reports
+    ray.shutdown()
