@@ -292,7 +292,7 @@ def write_token_shards(final, staging: Path, job: JobSpec, echo: Callable[[str],
     echo(f"writing token shards ({opts.shard_tokens} tokens per shard) ...")
     alive = final.select_columns([S.ID, S.SOURCE, "tokens", S.REJECT_REASON])
     return write_shards(alive, staging / "shards", tokenizer_info=info, shard_tokens=opts.shard_tokens,
-                        seed=opts.seed, batch_rows=opts.batch_rows, lineage=lineage,
+                        seed=opts.seed, batch_rows=opts.batch_rows, lineage=lineage, span_documents=opts.span_documents,
                         sources=[s.name for s in job.sources])
 
 

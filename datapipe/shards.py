@@ -1,15 +1,18 @@
 """Token shards: Megatron ``MMIDIDX`` v1 ``.bin``/``.idx`` pairs plus a JSON manifest
-per source. The byte layout is specified in ``docs/formats.md``; how and why in
-``docs/shards.md``.
+per source. The format (byte layout, manifest schema, the checks a shard must pass) is
+owned by :mod:`datapipe.megatron`; how and why in ``docs/shards.md``.
 
-Writing (:func:`write_shards`)
+Writing (:func:`write_shards`, :class:`SourceShardWriter`)
   Documents (``id``, ``source``, ``tokens`` without EOS) are put in a fixed order per
   source, by ``(order_key(id, seed), id)`` where ``order_key`` is ``xxh3_64`` of the id's
-  UTF-8 bytes with ``seed`` as the xxh3 seed. Only then are tokens laid out: each
-  document followed by EOS, cut into shards of exactly ``shard_tokens`` tokens (the last
-  one shorter), a document that crosses a boundary split in two (or more) sequences.
-  Same documents + same seed + same tokenizer => byte-identical shards and manifest,
-  whatever the Ray parallelism or block sizes.
+  UTF-8 bytes with ``seed`` as the xxh3 seed. Only then are tokens laid out, each
+  document followed by EOS. By default a document never spans shards: a shard is closed
+  before the document that would take it past ``shard_tokens`` (a target, not a cap), and
+  a document longer than ``shard_tokens`` gets a shard of its own. With
+  ``span_documents=True`` shards hold exactly ``shard_tokens`` tokens (the last one
+  shorter) and a document crossing a boundary is split into one sequence per shard.
+  Same documents + same seed + same tokenizer + same options => byte-identical shards
+  and manifest, whatever the Ray parallelism or block sizes.
 
   Every file is written under a temporary name, fsync'd, checked (hash, ``.idx`` against
   ``.bin``, EOS after every document) and renamed into place. A final name is never
@@ -26,8 +29,6 @@ import argparse
 import json
 import logging
 import os
-import re
-import struct
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -38,33 +39,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from datapipe.errors import CorruptInputError, JobError, SpecError
+from datapipe import megatron as fmt
+from datapipe.errors import JobError, SpecError
 from datapipe.tokenizer import TokenizerInfo
 
 log = logging.getLogger(__name__)
 
-FORMAT = "datapipe-shards"
-VERSION = 1
-MANIFEST = "manifest.json"
-IDX_MAGIC = b"MMIDIDX\x00\x00"
-IDX_VERSION = 1
-#: Megatron-LM's dtype codes (``DType`` in ``indexed_dataset.py``) for the dtypes we write
-DTYPE_CODES = {"uint16": 8, "int32": 4}
-CODE_DTYPES = {v: k for k, v in DTYPE_CODES.items()}
-UINT16_MAX_VOCAB = 65535
-HASH_ALGO = "xxh3-128"
+MANIFEST = fmt.MANIFEST_NAME
 ORDER_COLUMN = "_shard_order"
-_SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
-_READ_CHUNK = 1 << 24
-
-
-# ---------------------------------------------------------------------------------------
-# small pure helpers (shared by writer, verify and inspect)
-
-
-def shard_dtype(vocab_size: int) -> str:
-    """``"uint16"`` when every id fits below 65535, else ``"int32"`` (docs/formats.md)."""
-    return "uint16" if vocab_size <= UINT16_MAX_VOCAB else "int32"
 
 
 def order_keys(ids: Sequence[str] | pa.Array | pa.ChunkedArray, seed: int) -> np.ndarray:
@@ -73,163 +55,6 @@ def order_keys(ids: Sequence[str] | pa.Array | pa.ChunkedArray, seed: int) -> np
         ids = ids.to_pylist()
     h = xxhash.xxh3_64_intdigest
     return np.fromiter((h(i.encode("utf-8", "surrogatepass"), seed) for i in ids), dtype=np.uint64, count=len(ids))
-
-
-def shard_name(source: str, index: int) -> str:
-    return f"{source}-{index:05d}"
-
-
-def _hash_file(path: Path) -> tuple[str, int]:
-    h = xxhash.xxh3_128()
-    n = 0
-    with open(path, "rb") as f:
-        while chunk := f.read(_READ_CHUNK):
-            h.update(chunk)
-            n += len(chunk)
-    return f"{HASH_ALGO}:{h.hexdigest()}", n
-
-
-def build_idx(lengths: np.ndarray, dtype: str) -> bytes:
-    """Megatron ``MMIDIDX`` v1 index bytes for sequences of ``lengths`` tokens, each
-    sequence its own document (document index ``0..n``)."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    n = len(lengths)
-    item = np.dtype(dtype).itemsize
-    pointers = np.zeros(n, dtype="<i8")
-    if n > 1:
-        np.cumsum(lengths[:-1] * item, out=pointers[1:])
-    doc_idx = np.arange(n + 1, dtype="<i8")
-    header = IDX_MAGIC + struct.pack("<Q", IDX_VERSION) + struct.pack("<B", DTYPE_CODES[dtype])
-    header += struct.pack("<Q", n) + struct.pack("<Q", n + 1)
-    return b"".join([header, lengths.astype("<i4").tobytes(), pointers.tobytes(), doc_idx.tobytes()])
-
-
-@dataclass
-class IdxContents:
-    dtype_code: int
-    lengths: np.ndarray
-    pointers: np.ndarray
-    doc_idx: np.ndarray
-
-
-def read_idx(path: Path) -> IdxContents:
-    """Parse an ``MMIDIDX`` v1 file; raises ``ValueError`` saying what is malformed."""
-    data = Path(path).read_bytes()
-    head = len(IDX_MAGIC) + 8 + 1 + 8 + 8
-    if len(data) < head:
-        raise ValueError(f"index is {len(data)} bytes, shorter than the {head}-byte header")
-    if data[: len(IDX_MAGIC)] != IDX_MAGIC:
-        raise ValueError(f"bad magic {data[:len(IDX_MAGIC)]!r}, expected {IDX_MAGIC!r}")
-    off = len(IDX_MAGIC)
-    (version,) = struct.unpack_from("<Q", data, off)
-    (code,) = struct.unpack_from("<B", data, off + 8)
-    (n_seq,) = struct.unpack_from("<Q", data, off + 9)
-    (n_doc,) = struct.unpack_from("<Q", data, off + 17)
-    if version != IDX_VERSION:
-        raise ValueError(f"version {version}, expected {IDX_VERSION}")
-    need = head + n_seq * 4 + n_seq * 8 + n_doc * 8
-    if len(data) != need:
-        raise ValueError(f"index is {len(data)} bytes, header ({n_seq} sequences, {n_doc} document entries) implies {need}")
-    off = head
-    lengths = np.frombuffer(data, dtype="<i4", count=n_seq, offset=off)
-    off += n_seq * 4
-    pointers = np.frombuffer(data, dtype="<i8", count=n_seq, offset=off)
-    off += n_seq * 8
-    doc_idx = np.frombuffer(data, dtype="<i8", count=n_doc, offset=off)
-    return IdxContents(dtype_code=code, lengths=lengths, pointers=pointers, doc_idx=doc_idx)
-
-
-def check_shard(
-    folder: Path, rec: Mapping[str, Any], *, dtype: str, eos_id: int, vocab_size: int,
-    bin_path: Path | None = None, idx_path: Path | None = None,
-) -> list[str]:
-    """Every check a shard must pass, from its files and its manifest record ``rec``.
-    Returns problems as ``"<name>: <what differs>"``; empty means good."""
-    name = rec.get("name", "?")
-    bin_path = bin_path or folder / rec["bin"]
-    idx_path = idx_path or folder / rec["idx"]
-    problems: list[str] = []
-    for p, what in ((bin_path, "bin"), (idx_path, "idx")):
-        if not p.is_file():
-            problems.append(f"{name}: {what} file {p.name} is missing")
-    if problems:
-        return problems
-    item = np.dtype(dtype).itemsize
-    tokens = int(rec["tokens"])
-    bin_size = bin_path.stat().st_size
-    if bin_size != rec.get("bin_bytes", tokens * item):
-        problems.append(f"{name}: .bin is {bin_size} bytes, manifest says bin_bytes={rec.get('bin_bytes')}")
-    if bin_size != tokens * item:
-        problems.append(f"{name}: .bin is {bin_size} bytes, {tokens} {dtype} tokens need {tokens * item}")
-    # content hash, and token ids within the vocabulary, in one streaming pass
-    h = xxhash.xxh3_128()
-    lo, hi = None, None
-    with open(bin_path, "rb") as f:
-        carry = b""
-        while chunk := f.read(_READ_CHUNK):
-            h.update(chunk)
-            buf = carry + chunk
-            usable = len(buf) - len(buf) % item
-            if usable:
-                arr = np.frombuffer(buf[:usable], dtype=np.dtype(dtype).newbyteorder("<"))
-                cmin, cmax = int(arr.min()), int(arr.max())
-                lo = cmin if lo is None else min(lo, cmin)
-                hi = cmax if hi is None else max(hi, cmax)
-            carry = buf[usable:]
-    got = f"{HASH_ALGO}:{h.hexdigest()}"
-    if got != rec.get("bin_hash"):
-        problems.append(f"{name}: .bin hash is {got}, manifest says {rec.get('bin_hash')}")
-    if lo is not None and (lo < 0 or hi >= vocab_size):
-        problems.append(f"{name}: .bin holds token ids in [{lo}, {hi}], outside the vocabulary 0..{vocab_size - 1}")
-    idx_hash, _ = _hash_file(idx_path)
-    if idx_hash != rec.get("idx_hash"):
-        problems.append(f"{name}: .idx hash is {idx_hash}, manifest says {rec.get('idx_hash')}")
-    try:
-        idx = read_idx(idx_path)
-    except ValueError as e:
-        problems.append(f"{name}: .idx is malformed: {e}")
-        return problems
-    if CODE_DTYPES.get(idx.dtype_code) != dtype:
-        problems.append(f"{name}: .idx dtype code {idx.dtype_code} is not {dtype} (code {DTYPE_CODES[dtype]})")
-    lengths = idx.lengths.astype(np.int64)
-    n = len(lengths)
-    if int(lengths.sum()) != tokens:
-        problems.append(f"{name}: .idx sequence lengths sum to {int(lengths.sum())}, manifest says {tokens} tokens")
-    if int(lengths.sum()) * item != bin_size:
-        problems.append(f"{name}: .idx sequence lengths cover {int(lengths.sum()) * item} bytes, .bin has {bin_size}")
-    if n and int(lengths.min()) < 1:
-        problems.append(f"{name}: .idx has a sequence of length {int(lengths.min())}")
-    expect_ptr = np.zeros(n, dtype=np.int64)
-    if n > 1:
-        np.cumsum(lengths[:-1] * item, out=expect_ptr[1:])
-    if not np.array_equal(idx.pointers, expect_ptr):
-        bad = int(np.flatnonzero(idx.pointers != expect_ptr)[0])
-        problems.append(f"{name}: .idx pointer {bad} is {int(idx.pointers[bad])}, sequence lengths imply {int(expect_ptr[bad])}")
-    if not np.array_equal(idx.doc_idx, np.arange(n + 1)):
-        problems.append(f"{name}: .idx document index is not 0..{n} (one document per sequence)")
-    continued = bool(rec.get("first_doc_continued"))
-    split = bool(rec.get("last_doc_split"))
-    if n != int(rec.get("documents", -1)) + int(continued):
-        problems.append(
-            f"{name}: .idx has {n} sequences, manifest says {rec.get('documents')} documents"
-            f"{' + 1 continued' if continued else ''}"
-        )
-    # EOS closes every sequence that ends a document (all but a split last one)
-    if n and bin_size == tokens * item:
-        ends = np.cumsum(lengths) - 1
-        if split:
-            ends = ends[:-1]
-        if len(ends):
-            mm = np.memmap(bin_path, dtype=np.dtype(dtype).newbyteorder("<"), mode="r")
-            at = np.asarray(mm[ends])
-            del mm
-            wrong = np.flatnonzero(at != eos_id)
-            if len(wrong):
-                problems.append(
-                    f"{name}: {len(wrong)} document(s) do not end with EOS {eos_id} "
-                    f"(first: sequence {int(wrong[0])} ends with {int(at[wrong[0]])})"
-                )
-    return problems
 
 
 # ---------------------------------------------------------------------------------------
@@ -260,20 +85,20 @@ class SourceShardWriter:
 
     def __init__(
         self, folder: Path, source: str, *, tokenizer_info: TokenizerInfo, shard_tokens: int,
-        seed: int, lineage: Mapping[str, Any],
+        seed: int, lineage: Mapping[str, Any], span_documents: bool = False,
     ) -> None:
         self.folder = Path(folder)
         self.source = source
         self.info = tokenizer_info
         self.shard_tokens = shard_tokens
+        self.span_documents = span_documents
         self.seed = seed
         self.lineage = dict(lineage)
-        self.dtype = shard_dtype(tokenizer_info.vocab_size)
-        self._np_dtype = np.dtype(self.dtype).newbyteorder("<")
-        self._records: list[dict[str, Any]] = []
+        self.dtype = fmt.shard_dtype(tokenizer_info.vocab_size)
+        self._np_dtype = fmt.NP_DTYPES[self.dtype]
+        self._records: list[fmt.ShardRecord] = []
         self._open: _OpenShard | None = None
         self._next_continued = False
-        self._docs = 0
         self._finished = False
         self._token = uuid.uuid4().hex[:12]
         self.folder.mkdir(parents=True, exist_ok=True)
@@ -297,27 +122,56 @@ class SourceShardWriter:
                     f"source {self.source}: token id {lo if lo < 0 else hi} is outside the vocabulary of "
                     f"{self.info.vocab_size} ids: documents were tokenized with a different tokenizer"
                 )
+        if not self.span_documents and int(lengths.max()) + 1 > fmt.MAX_SEQUENCE_TOKENS:
+            raise JobError(f"source {self.source}: a document of {int(lengths.max())} tokens does not fit one "
+                           f"Megatron sequence (int32 lengths)")
         # the stream: every document followed by EOS
         ends = np.cumsum(lengths)  # positions (in flat) after each document
         stream = np.insert(flat.astype(self._np_dtype, copy=False), ends, self.info.eos_id).astype(self._np_dtype, copy=False)
         doc_ends = ends + np.arange(1, m + 1)  # positions (in stream) after each EOS
-        self._docs += m
-        L = len(stream)
-        i = 0
+        if self.span_documents:
+            self._add_spanning(stream, doc_ends)
+        else:
+            self._add_whole(stream, doc_ends)
+
+    def _write(self, sh: _OpenShard, chunk: np.ndarray, seq_lengths: np.ndarray) -> None:
+        sh.fh.write(memoryview(chunk).cast("B"))
+        sh.hasher.update(chunk)
+        sh.pieces.append(seq_lengths)
+        sh.tokens += len(chunk)
+
+    def _add_whole(self, stream: np.ndarray, doc_ends: np.ndarray) -> None:
+        """Whole documents only: fill a shard with the documents that fit in
+        ``shard_tokens``; the next one opens a new shard; one longer than a shard gets a
+        shard of its own. One loop turn per shard, not per document."""
+        i, d, m = 0, 0, len(doc_ends)
+        while d < m:
+            sh = self._open or self._open_shard()
+            k = int(np.searchsorted(doc_ends, i + self.shard_tokens - sh.tokens, side="right"))
+            if k == d:  # the next document does not fit
+                if sh.tokens:
+                    self._close_shard()
+                    continue
+                k = d + 1  # longer than a shard: a shard of its own
+            j = int(doc_ends[k - 1])
+            self._write(sh, stream[i:j], np.diff(doc_ends[d:k], prepend=i).astype(np.int64))
+            i, d = j, k
+            if sh.tokens >= self.shard_tokens:
+                self._close_shard()
+
+    def _add_spanning(self, stream: np.ndarray, doc_ends: np.ndarray) -> None:
+        """Exactly ``shard_tokens`` per shard; a document crossing a boundary is cut."""
+        L, i = len(stream), 0
         while i < L:
             sh = self._open or self._open_shard()
             j = min(L, i + self.shard_tokens - sh.tokens)
-            chunk = stream[i:j]
-            sh.fh.write(memoryview(chunk).cast("B"))
-            sh.hasher.update(chunk)
             # sequences of this chunk: cut after every document ending in (i, j], and at j
             a, b = np.searchsorted(doc_ends, [i, j], side="right")
             cuts = np.concatenate(([i], doc_ends[a:b]))
             ends_on_doc = b > a and int(doc_ends[b - 1]) == j
             if not ends_on_doc:  # only at a full shard: the document goes on in the next one
                 cuts = np.append(cuts, j)
-            sh.pieces.append(np.diff(cuts).astype(np.int64))
-            sh.tokens += j - i
+            self._write(sh, stream[i:j], np.diff(cuts).astype(np.int64))
             if sh.tokens == self.shard_tokens:
                 sh.last_doc_split = not ends_on_doc
                 self._close_shard()
@@ -327,10 +181,10 @@ class SourceShardWriter:
     # -- shards --------------------------------------------------------------------
     def _open_shard(self) -> _OpenShard:
         index = len(self._records)
-        name = shard_name(self.source, index)
+        name = fmt.shard_name(self.source, index)
         tmp = self.folder / f".{name}.bin.{self._token}.tmp"
         fh = open(tmp, "wb")
-        self._open = _OpenShard(index=index, name=name, bin_tmp=tmp, fh=fh, hasher=xxhash.xxh3_128(),
+        self._open = _OpenShard(index=index, name=name, bin_tmp=tmp, fh=fh, hasher=fmt.new_hasher(),
                                 first_doc_continued=self._next_continued)
         self._next_continued = False
         return self._open
@@ -345,40 +199,33 @@ class SourceShardWriter:
         finally:
             sh.fh.close()
         lengths = np.concatenate(sh.pieces) if sh.pieces else np.zeros(0, dtype=np.int64)
-        if len(lengths) and int(lengths.max()) > 2**31 - 1:
-            raise AssertionError("sequence longer than int32")
         idx_tmp = self.folder / f".{sh.name}.idx.{self._token}.tmp"
-        idx_bytes = build_idx(lengths, self.dtype)
+        idx_bytes = fmt.build_idx(lengths, self.dtype)
         with open(idx_tmp, "wb") as f:
             f.write(idx_bytes)
             f.flush()
             os.fsync(f.fileno())
-        rec = {
-            "name": sh.name,
-            "bin": f"{sh.name}.bin",
-            "idx": f"{sh.name}.idx",
-            "tokens": sh.tokens,
-            "documents": len(lengths) - int(sh.first_doc_continued),
-            "bin_bytes": sh.tokens * self._np_dtype.itemsize,
-            "first_doc_continued": sh.first_doc_continued,
-            "last_doc_split": sh.last_doc_split,
-            "bin_hash": f"{HASH_ALGO}:{sh.hasher.hexdigest()}",
-            "idx_hash": f"{HASH_ALGO}:{xxhash.xxh3_128_hexdigest(idx_bytes)}",
-        }
-        problems = check_shard(self.folder, rec, dtype=self.dtype, eos_id=self.info.eos_id,
-                               vocab_size=self.info.vocab_size, bin_path=sh.bin_tmp, idx_path=idx_tmp)
+        rec = fmt.ShardRecord(
+            name=sh.name, bin_path=sh.bin_tmp, idx_path=idx_tmp, tokens=sh.tokens,
+            documents=len(lengths) - int(sh.first_doc_continued), bin_bytes=sh.tokens * self._np_dtype.itemsize,
+            first_doc_continued=sh.first_doc_continued, last_doc_split=sh.last_doc_split,
+            bin_hash=fmt.digest(sh.hasher), idx_hash=fmt.hash_bytes(idx_bytes),
+        )
+        problems = fmt.check_shard(rec, self.dtype, eos_id=self.info.eos_id, vocab_size=self.info.vocab_size)
         if problems:
             sh.bin_tmp.unlink(missing_ok=True)
             idx_tmp.unlink(missing_ok=True)
             raise JobError(f"source {self.source}: shard failed verification after writing: " + "; ".join(problems))
+        final = fmt.ShardRecord(**{**rec.__dict__, "bin_path": self.folder / f"{sh.name}.bin",
+                                   "idx_path": self.folder / f"{sh.name}.idx"})
         try:
-            _commit(sh.bin_tmp, self.folder / rec["bin"], rec["bin_hash"])
-            _commit(idx_tmp, self.folder / rec["idx"], rec["idx_hash"])
+            _commit(sh.bin_tmp, final.bin_path, rec.bin_hash)
+            _commit(idx_tmp, final.idx_path, rec.idx_hash)
         finally:
             sh.bin_tmp.unlink(missing_ok=True)
             idx_tmp.unlink(missing_ok=True)
-        self._records.append(rec)
-        log.debug("shard %s: %d tokens, %d documents", sh.name, sh.tokens, rec["documents"])
+        self._records.append(final)
+        log.debug("shard %s: %d tokens, %d documents", sh.name, sh.tokens, rec.documents)
 
     def abort(self) -> None:
         """Remove the open shard's temporary file (after an error)."""
@@ -394,33 +241,23 @@ class SourceShardWriter:
             self._close_shard()
         self._finished = True
         _fsync_dir(self.folder)
-        manifest = {
-            "format": FORMAT,
-            "version": VERSION,
-            "source": self.source,
-            "dtype": self.dtype,
-            "shard_tokens": self.shard_tokens,
-            "tokenizer": self.info.to_manifest(),
-            "order": {"key": "xxh3_64(id utf-8, seed), then id", "seed": self.seed},
-            "shards": self._records,
-            "totals": {
-                "tokens": sum(r["tokens"] for r in self._records),
-                "documents": self._docs,
-                "shards": len(self._records),
-            },
-            "lineage": self.lineage,
-        }
-        data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+        data = fmt.make_manifest(
+            source=self.source, dtype=self.dtype, shard_tokens=self.shard_tokens,
+            span_documents=self.span_documents, tokenizer=self.info.to_manifest(),
+            order={"key": "xxh3_64(id utf-8, seed), then id", "seed": self.seed},
+            shards=self._records, lineage=self.lineage,
+        )
         path = self.folder / MANIFEST
         tmp = self.folder / f".{MANIFEST}.{self._token}.tmp"
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        _commit(tmp, path, f"{HASH_ALGO}:{xxhash.xxh3_128_hexdigest(data)}")
+        _commit(tmp, path, fmt.hash_bytes(data))
         _fsync_dir(self.folder)
-        log.info("source %s: %d documents, %d tokens in %d shards -> %s", self.source, self._docs,
-                 manifest["totals"]["tokens"], len(self._records), path)
+        log.info("source %s: %d documents, %d tokens in %d shards -> %s", self.source,
+                 sum(r.documents for r in self._records), sum(r.tokens for r in self._records),
+                 len(self._records), path)
         return path
 
 
@@ -428,7 +265,7 @@ def _commit(tmp: Path, final: Path, content_hash: str) -> None:
     """Rename ``tmp`` to ``final`` unless ``final`` exists: identical bytes are kept (a
     re-run), different bytes are an error (names are write-once)."""
     if final.exists():
-        have, _ = _hash_file(final)
+        have = fmt.hash_file(final)
         tmp.unlink(missing_ok=True)
         if have != content_hash:
             raise JobError(
@@ -460,19 +297,26 @@ def _fsync_dir(folder: Path) -> None:
 class ShardOptions:
     """The job spec's ``shards:`` block.
 
-    ``shard_tokens``: tokens per shard (2^27 = 256 MiB of uint16 by default; the last
-    shard is shorter). ``seed``: the document-order seed. ``batch_rows``: documents per
-    batch streamed to the writer (its memory bound).
+    ``shard_tokens``: the target tokens per shard (2^27 = 256 MiB of uint16 by default).
+    Documents never span shards unless ``span_documents: true``: a shard ends before the
+    document that would take it past the target, and a longer document gets a shard of
+    its own. With ``span_documents: true`` every shard but the last holds exactly
+    ``shard_tokens`` and boundary documents are split (see docs/shards.md for what that
+    means to a Megatron train/valid split). ``seed``: the document-order seed.
+    ``batch_rows``: documents per batch streamed to the writer (its memory bound).
     """
 
     shard_tokens: int = 1 << 27
+    span_documents: bool = False
     seed: int = 0
     batch_rows: int = 1024
 
     def __post_init__(self) -> None:
-        if not 1 <= self.shard_tokens <= 2**31 - 1:
-            raise SpecError(f"shards.shard_tokens must be in 1..{2**31 - 1} (Megatron sequence lengths are "
-                            f"int32), got {self.shard_tokens}")
+        if not 1 <= self.shard_tokens <= fmt.MAX_SEQUENCE_TOKENS:
+            raise SpecError(f"shards.shard_tokens must be in 1..{fmt.MAX_SEQUENCE_TOKENS} (Megatron sequence "
+                            f"lengths are int32), got {self.shard_tokens}")
+        if not isinstance(self.span_documents, bool):
+            raise SpecError(f"shards.span_documents must be true or false, got {self.span_documents!r}")
         if not 0 <= self.seed < 2**64:
             raise SpecError(f"shards.seed must be in 0..2**64-1, got {self.seed}")
         if self.batch_rows < 1:
@@ -572,6 +416,7 @@ def write_shards(
     lineage: Mapping[str, Any],
     sources: Sequence[str] = (),
     batch_rows: int = 1024,
+    span_documents: bool = False,
 ) -> dict[str, str]:
     """Write every source's shards and manifest under ``out_dir/<source>/``.
 
@@ -583,14 +428,16 @@ def write_shards(
 
     ``sources`` lists sources that must get a manifest even when none of their
     documents survived (an empty manifest with zero shards). ``lineage`` (job hash,
-    inputs) is copied into every manifest as is.
+    inputs) is copied into every manifest as is. ``span_documents``: see
+    :class:`ShardOptions` (default: documents never span shards).
 
     Returns ``{source: manifest path}``. Raises :class:`JobError` when documents are not
     in order after sorting, when the same id carries different tokens, when token ids
     fall outside the vocabulary, or when an existing shard file differs.
     """
-    if not 1 <= shard_tokens <= 2**31 - 1:
-        raise SpecError(f"shard_tokens must be in 1..{2**31 - 1} (Megatron sequence lengths are int32), got {shard_tokens}")
+    if not 1 <= shard_tokens <= fmt.MAX_SEQUENCE_TOKENS:
+        raise SpecError(f"shard_tokens must be in 1..{fmt.MAX_SEQUENCE_TOKENS} (Megatron sequence lengths are "
+                        f"int32), got {shard_tokens}")
     if not 0 <= seed < 2**64:
         raise SpecError(f"seed must be in 0..2**64-1, got {seed}")
     if batch_rows < 1:
@@ -614,7 +461,7 @@ def write_shards(
             raise JobError(f"write_shards: documents of source {src!r} arrived after the source was finished; "
                            "the input was not sorted")
         return SourceShardWriter(out / src, src, tokenizer_info=tokenizer_info, shard_tokens=shard_tokens,
-                                 seed=seed, lineage=lineage)
+                                 seed=seed, lineage=lineage, span_documents=span_documents)
 
     try:
         for batch in _sorted_batches(ds, seed, batch_rows):
@@ -654,7 +501,7 @@ def write_shards(
 
 
 def _check_source_name(src: str) -> None:
-    if not isinstance(src, str) or not _SOURCE_NAME.match(src):
+    if not isinstance(src, str) or not fmt.SOURCE_NAME.match(src):
         raise SpecError(f"source name {src!r} cannot name shard files: use letters, digits, '.', '_' or '-'")
 
 
@@ -691,6 +538,8 @@ def _check_order(
             raise JobError(f"write_shards: source {srcs[i]!r} after {srcs[i - 1]!r}: the input was not sorted")
 
 
+
+
 # ---------------------------------------------------------------------------------------
 # verify and inspect
 
@@ -705,19 +554,6 @@ def manifest_paths(path: str | os.PathLike[str]) -> list[Path]:
     return sorted(p.glob(f"*/{MANIFEST}"))
 
 
-def load_manifest(path: Path) -> dict[str, Any]:
-    """Parse a source manifest; :class:`CorruptInputError` if it is not one we can read."""
-    try:
-        m = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise CorruptInputError(str(path), "unreadable manifest", str(e)) from None
-    if not isinstance(m, dict) or m.get("format") != FORMAT:
-        raise CorruptInputError(str(path), f"not a {FORMAT} manifest")
-    if m.get("version") != VERSION:
-        raise CorruptInputError(str(path), f"manifest version {m.get('version')}, this datapipe reads {VERSION}")
-    return m
-
-
 def verify_shards(path: str | os.PathLike[str]) -> list[str]:
     """Recompute every hash and count of the shards under ``path`` (a source folder or a
     folder of source folders) and check each ``.idx`` against its ``.bin`` and the
@@ -728,57 +564,20 @@ def verify_shards(path: str | os.PathLike[str]) -> list[str]:
     problems: list[str] = []
     for mp in paths:
         try:
-            m = load_manifest(mp)
-        except CorruptInputError as e:
+            m = fmt.load_manifest(mp)
+        except fmt.ShardFormatError as e:
             problems.append(str(e))
             continue
-        problems.extend(f"{m.get('source', mp.parent.name)}/{p}" for p in _verify_manifest(mp.parent, m))
+        problems.extend(f"{m.source}/{p}" for p in _verify_manifest(m))
     return problems
 
 
-def _verify_manifest(folder: Path, m: dict[str, Any]) -> list[str]:
-    problems: list[str] = []
-    try:
-        tok = m["tokenizer"]
-        vocab, eos = int(tok["vocab_size"]), int(tok["eos_id"])
-        dtype, shard_tokens, shards = m["dtype"], int(m["shard_tokens"]), list(m["shards"])
-        source = m["source"]
-    except (KeyError, TypeError, ValueError) as e:
-        return [f"{MANIFEST}: missing or malformed field {e}"]
-    if dtype not in DTYPE_CODES:
-        return [f"{MANIFEST}: dtype {dtype!r} is not one of {sorted(DTYPE_CODES)}"]
-    if dtype != shard_dtype(vocab):
-        problems.append(f"{MANIFEST}: dtype {dtype} but a vocabulary of {vocab} needs {shard_dtype(vocab)}")
-    listed: set[str] = set()
-    for k, rec in enumerate(shards):
-        name = rec.get("name", f"#{k}")
-        if name != shard_name(source, k):
-            problems.append(f"{name}: expected shard {k} to be named {shard_name(source, k)}")
-        listed.update({rec.get("bin", ""), rec.get("idx", "")})
-        last = k == len(shards) - 1
-        if not last and rec.get("tokens") != shard_tokens:
-            problems.append(f"{name}: {rec.get('tokens')} tokens, every shard but the last must hold {shard_tokens}")
-        if last and not 0 < int(rec.get("tokens", 0)) <= shard_tokens:
-            problems.append(f"{name}: last shard holds {rec.get('tokens')} tokens, expected 1..{shard_tokens}")
-        prev_split = bool(shards[k - 1].get("last_doc_split")) if k else False
-        if bool(rec.get("first_doc_continued")) != prev_split:
-            problems.append(f"{name}: first_doc_continued={rec.get('first_doc_continued')} but the previous shard's "
-                            f"last_doc_split={prev_split}")
-        if last and rec.get("last_doc_split"):
-            problems.append(f"{name}: the last shard cannot end inside a document")
-        try:
-            problems.extend(check_shard(folder, rec, dtype=dtype, eos_id=eos, vocab_size=vocab))
-        except (KeyError, TypeError, ValueError) as e:
-            problems.append(f"{name}: malformed shard record ({e})")
-    totals = m.get("totals", {})
-    t_tokens = sum(int(r.get("tokens", 0)) for r in shards)
-    t_docs = sum(int(r.get("documents", 0)) for r in shards)
-    for key, have in (("tokens", t_tokens), ("documents", t_docs), ("shards", len(shards))):
-        if totals.get(key) != have:
-            problems.append(f"{MANIFEST}: totals.{key} is {totals.get(key)}, the shards add up to {have}")
-    for f in sorted(folder.iterdir()):
-        if f.name == MANIFEST:
-            continue
+def _verify_manifest(m: fmt.SourceManifest) -> list[str]:
+    problems = fmt.check_layout(m)
+    for rec in m.shards:
+        problems.extend(fmt.check_shard(rec, m.dtype, eos_id=m.eos_id, vocab_size=m.vocab_size))
+    listed = {p.name for rec in m.shards for p in (rec.bin_path, rec.idx_path)}
+    for f in sorted(m.path.parent.iterdir()):
         if f.name.endswith(".tmp"):
             problems.append(f"{f.name}: leftover temporary file (an interrupted write)")
         elif f.suffix in (".bin", ".idx") and f.name not in listed:
@@ -786,30 +585,29 @@ def _verify_manifest(folder: Path, m: dict[str, Any]) -> list[str]:
     return problems
 
 
-def _doc_lengths(folder: Path, m: dict[str, Any]) -> np.ndarray:
+def _doc_lengths(m: fmt.SourceManifest) -> np.ndarray:
     """Length (EOS included) of every document of a source, split documents rejoined."""
     out: list[np.ndarray] = []
     carry = 0
-    for rec in m["shards"]:
-        lengths = read_idx(folder / rec["idx"]).lengths.astype(np.int64)
-        if rec.get("first_doc_continued") and len(lengths):
+    for rec in m.shards:
+        lengths = fmt.read_idx(rec.idx_path).lengths.astype(np.int64)
+        if rec.first_doc_continued and len(lengths):
             lengths = lengths.copy()
             lengths[0] += carry
             carry = 0
-        if rec.get("last_doc_split") and len(lengths):
+        if rec.last_doc_split and len(lengths):
             carry = int(lengths[-1])
             lengths = lengths[:-1]
         out.append(lengths)
     return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
 
 
-def _first_doc(folder: Path, m: dict[str, Any], limit: int) -> np.ndarray:
-    dtype = np.dtype(m["dtype"]).newbyteorder("<")
-    for rec in m["shards"]:
-        lengths = read_idx(folder / rec["idx"]).lengths
+def _first_doc(m: fmt.SourceManifest, limit: int) -> np.ndarray:
+    for rec in m.shards:
+        lengths = fmt.read_idx(rec.idx_path).lengths
         if len(lengths):
             n = min(int(lengths[0]), limit)
-            return np.fromfile(folder / rec["bin"], dtype=dtype, count=n).astype(np.int64)
+            return np.fromfile(rec.bin_path, dtype=fmt.NP_DTYPES[m.dtype], count=n).astype(np.int64)
     return np.zeros(0, dtype=np.int64)
 
 
@@ -822,30 +620,30 @@ def inspect_shards(
     recorded fingerprint)."""
     report: dict[str, Any] = {"sources": {}}
     for mp in manifest_paths(path):
-        m = load_manifest(mp)
-        folder = mp.parent
+        m = fmt.load_manifest(mp)
         try:
-            lengths = _doc_lengths(folder, m)
-        except (OSError, ValueError, KeyError) as e:
-            raise CorruptInputError(str(mp), "shards unreadable; run `datapipe shards verify`", str(e)) from None
+            lengths = _doc_lengths(m)
+        except (OSError, ValueError) as e:
+            raise fmt.ShardFormatError(str(mp), "shards unreadable; run `datapipe shards verify`", str(e)) from None
         hist: dict[str, int] = {}
         if len(lengths):
             b = np.floor(np.log2(lengths)).astype(np.int64)
             for k, c in zip(*np.unique(b, return_counts=True)):
                 hist[f"{2**int(k)}-{2**(int(k) + 1) - 1}"] = int(c)
-        first = _first_doc(folder, m, excerpt_tokens)
+        first = _first_doc(m, excerpt_tokens)
         excerpt, note = _decode(first, m, tokenizer)
-        report["sources"][m["source"]] = {
+        report["sources"][m.source] = {
             "manifest": str(mp),
-            "dtype": m["dtype"],
-            "shards": m["totals"]["shards"],
-            "documents": m["totals"]["documents"],
-            "tokens": m["totals"]["tokens"],
-            "split_documents": sum(1 for r in m["shards"] if r.get("last_doc_split")),
+            "dtype": m.dtype,
+            "shards": len(m.shards),
+            "documents": m.total_documents,
+            "tokens": m.total_tokens,
+            "span_documents": m.span_documents,
+            "split_documents": sum(1 for r in m.shards if r.last_doc_split),
             "mean_doc_tokens": float(lengths.mean()) if len(lengths) else 0.0,
             "max_doc_tokens": int(lengths.max()) if len(lengths) else 0,
             "doc_length_histogram": hist,
-            "tokenizer": m["tokenizer"].get("fingerprint"),
+            "tokenizer": m.fingerprint,
             "excerpt_ids": first.tolist(),
             "excerpt": excerpt,
             "excerpt_note": note,
@@ -853,10 +651,10 @@ def inspect_shards(
     return report
 
 
-def _decode(ids: np.ndarray, m: dict[str, Any], tokenizer: str | None) -> tuple[str | None, str]:
+def _decode(ids: np.ndarray, m: fmt.SourceManifest, tokenizer: str | None) -> tuple[str | None, str]:
     from datapipe.tokenizer import fingerprint, load_tokenizer
 
-    path = tokenizer or m["tokenizer"].get("path")
+    path = tokenizer or m.tokenizer.get("path")
     if not path or not Path(path).exists():
         return None, f"tokenizer {path!r} not found; showing ids only (pass --tokenizer)"
     try:
@@ -864,7 +662,7 @@ def _decode(ids: np.ndarray, m: dict[str, Any], tokenizer: str | None) -> tuple[
     except SpecError as e:
         return None, str(e)
     note = ""
-    if fingerprint(tok) != m["tokenizer"].get("fingerprint"):
+    if fingerprint(tok) != m.fingerprint:
         note = f"warning: {path} is not the tokenizer these shards were written with (fingerprint differs)"
     return tok.decode([int(i) for i in ids], skip_special_tokens=False), note
 

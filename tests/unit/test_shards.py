@@ -126,10 +126,11 @@ def tokenized(gpt2, wiki_docs) -> pa.Table:
 # ------------------------------------------------------------------------ round trip
 
 
-def test_independent_reader_gets_exact_documents_uint16(tmp_path, gpt2, tokenized):
+@pytest.mark.parametrize("span", [False, True])
+def test_independent_reader_gets_exact_documents_uint16(tmp_path, gpt2, tokenized, span):
     info = tokenizer_info(gpt2)
     result = write_shards([tokenized.slice(0, 25), tokenized.slice(25)], tmp_path, tokenizer_info=info,
-                          shard_tokens=4096, seed=SEED, lineage={"job_hash": "test"})
+                          shard_tokens=4096, seed=SEED, lineage={"job_hash": "test"}, span_documents=span)
     assert sorted(result) == ["books", "wiki"]
     from datapipe.tokenizer import load_tokenizer
 
@@ -143,12 +144,18 @@ def test_independent_reader_gets_exact_documents_uint16(tmp_path, gpt2, tokenize
         assert docs == [alive[i]["tokens"] for i in order]
         # byte-level BPE is lossless: the shards decode back to the kept texts
         assert [tok.decode(d) for d in docs] == [alive[i]["text"] for i in order]
-        assert any(s["last_doc_split"] for s in m["shards"]), "test needs a document split across shards"
+        if span:
+            assert any(s["last_doc_split"] for s in m["shards"]), "test needs a document split across shards"
+            assert all(s["tokens"] == 4096 for s in m["shards"][:-1])
+        else:  # one Megatron document per document: the count a Megatron user splits by
+            assert sum(len(read_megatron(tmp_path / source / s["bin"], tmp_path / source / s["idx"]))
+                       for s in m["shards"]) == len(alive)
+            assert not any(s["last_doc_split"] or s["first_doc_continued"] for s in m["shards"])
         # conservation: document tokens + one EOS each == tokens in shards == bytes / 2
         assert m["totals"]["tokens"] == sum(r["num_tokens"] for r in alive) + len(alive)
         assert m["totals"]["documents"] == len(alive)
         assert m["totals"]["tokens"] == sum((tmp_path / source / s["bin"]).stat().st_size for s in m["shards"]) // 2
-        assert all(s["tokens"] == 4096 for s in m["shards"][:-1]) and 0 < m["shards"][-1]["tokens"] <= 4096
+        assert len(m["shards"]) > 1 and 0 < m["shards"][-1]["tokens"] <= 4096
     assert verify_shards(tmp_path) == []
 
 
@@ -159,7 +166,8 @@ def test_int32_shards_long_and_empty_documents(tmp_path):
     docs[5] = rng.integers(60_000, vocab - 1, size=333).tolist()  # spans 3+ shards of 100
     docs[6] = []  # an empty document is just an EOS
     table = token_table("synthetic", docs)
-    write_shards([table], tmp_path, tokenizer_info=fake_info(vocab), shard_tokens=100, seed=SEED, lineage={})
+    write_shards([table], tmp_path, tokenizer_info=fake_info(vocab), shard_tokens=100, seed=SEED, lineage={},
+                 span_documents=True)
     m, got = read_source(tmp_path / "synthetic")
     assert m["dtype"] == "int32"
     raw = (tmp_path / "synthetic" / m["shards"][0]["idx"]).read_bytes()
@@ -170,6 +178,38 @@ def test_int32_shards_long_and_empty_documents(tmp_path):
     # a shard holding only the middle of the long document: one sequence, no document starts in it
     assert any(s["documents"] == 0 and s["tokens"] == 100 for s in middle)
     assert m["totals"]["tokens"] == sum(map(len, docs)) + len(docs)
+    assert verify_shards(tmp_path) == []
+
+
+def test_documents_never_span_shards_by_default(tmp_path):
+    """Read with the independent Megatron-layout reader: every Megatron document is exactly
+    one input document (so a split by document ranges never cuts one), shards stay at or
+    under the target except a lone over-long document, and the manifest's counts match."""
+    rng = np.random.default_rng(21)
+    docs = [rng.integers(0, 999, size=int(n)).tolist() for n in rng.integers(0, 90, size=150)]
+    docs[7] = rng.integers(0, 999, size=450).tolist()  # longer than a shard: a shard of its own
+    docs[8] = rng.integers(0, 999, size=199).tolist()  # exactly a shard with its EOS
+    table = token_table("s", docs)
+    write_shards([table.slice(0, 40), table.slice(40)], tmp_path, tokenizer_info=fake_info(1000),
+                 shard_tokens=200, seed=SEED, lineage={}, batch_rows=17)
+    m = json.loads((tmp_path / "s" / "manifest.json").read_text())
+    assert m["span_documents"] is False
+    order = expected_order(table["id"].to_pylist(), SEED)
+    got: list[list[int]] = []
+    for k, shard in enumerate(m["shards"]):
+        seqs = read_megatron(tmp_path / "s" / shard["bin"], tmp_path / "s" / shard["idx"])
+        assert shard["documents"] == len(seqs) and not shard["first_doc_continued"] and not shard["last_doc_split"]
+        assert all(seq[-1] == 999 for seq in seqs)  # every sequence ends its document
+        size = sum(len(seq) for seq in seqs)
+        assert size == shard["tokens"] and (size <= 200 or len(seqs) == 1)
+        if k + 1 < len(m["shards"]):  # a shard ends only where the next document would not fit
+            nxt = read_megatron(tmp_path / "s" / m["shards"][k + 1]["bin"], tmp_path / "s" / m["shards"][k + 1]["idx"])
+            assert size + len(nxt[0]) > 200
+        got.extend(seq[:-1].tolist() for seq in seqs)
+    assert got == [docs[i] for i in order]
+    assert m["totals"]["documents"] == len(docs) == sum(s["documents"] for s in m["shards"])
+    assert m["totals"]["tokens"] == sum(map(len, docs)) + len(docs)
+    assert any(s["tokens"] == 451 for s in m["shards"]) and any(s["tokens"] == 200 for s in m["shards"])
     assert verify_shards(tmp_path) == []
 
 
