@@ -288,8 +288,8 @@ def load_manifest(path: str | os.PathLike[str]) -> SourceManifest:
     _field(tok, "fingerprint", "tokenizer: ", path, str)
     vocab = _field(tok, "vocab_size", "tokenizer: ", path, int)
     _field(tok, "eos_id", "tokenizer: ", path, int)
-    if dtype != shard_dtype(vocab):
-        raise ShardFormatError(str(path), f"dtype {dtype} but a vocabulary of {vocab} ids needs {shard_dtype(vocab)}")
+    if dtype == "uint16" and vocab > UINT16_MAX_VOCAB:
+        raise ShardFormatError(str(path), f"dtype uint16 cannot hold a vocabulary of {vocab} ids; it needs int32")
     item = NP_DTYPES[dtype].itemsize
     shards = []
     for k, s in enumerate(_field(raw, "shards", "", path, list)):

@@ -36,6 +36,13 @@ def shared_dir() -> Path:
     return d
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _own_cache_dir(tmp_path_factory):
+    """The loader's shard hash cache goes to a session folder, never the user's ~/.cache
+    (subprocesses inherit it)."""
+    os.environ["DATAPIPE_CACHE_DIR"] = str(tmp_path_factory.mktemp("datapipe-cache"))
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

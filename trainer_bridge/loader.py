@@ -14,6 +14,10 @@ Contract:
   labels are inputs shifted by one), and ``position_ids`` when asked for (restarting at 0 after
   every EOS; see :func:`trainer_bridge.mix.position_ids`).
 * The run ends at the plan's token budget (the last partial global batch is not served).
+* What it serves is verified: the plan's shards passed their structural checks when the mix
+  was resolved, and with ``verify`` (the default) the loader checks their content before
+  the first batch, each data-parallel rank a share of the shards, remembering successes in
+  the hash cache (``hash_cache``; default :func:`trainer_bridge.shards.default_cache_path`).
 """
 
 from __future__ import annotations
@@ -29,13 +33,16 @@ import torch
 
 from datapipe.errors import SpecError
 from trainer_bridge.mix import MixPlan, position_ids
+from trainer_bridge.shards import HashCache, default_cache_path
 
 log = logging.getLogger(__name__)
 
 
 @dataclass(kw_only=True, frozen=True)
 class LoaderConfig:
-    """How one rank reads: its place among ``world_size`` data-parallel ranks and prefetching."""
+    """How one rank reads: its place among ``world_size`` data-parallel ranks, prefetching,
+    and verification (``verify: false`` skips the content check, for users who accept
+    training on shards that may have changed since they were written)."""
 
     global_batch: int
     rank: int = 0
@@ -44,6 +51,8 @@ class LoaderConfig:
     prefetch: int = 2
     with_position_ids: bool = False
     pin_memory: bool = False
+    verify: bool = True
+    hash_cache: str | None = None     # None: default_cache_path()
 
     def __post_init__(self) -> None:
         if self.global_batch < 1:
@@ -70,6 +79,9 @@ class MixLoader:
         self.samples_committed = 0
         self._pending: collections.deque[tuple[int, Future]] = collections.deque()
         self._pool: ThreadPoolExecutor | None = None
+        if config.verify:
+            cache = HashCache(config.hash_cache or default_cache_path())
+            plan.verify_content(cache=cache, rank=config.rank, world=config.world_size)
 
     # -- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:

@@ -9,7 +9,10 @@ permutation in :mod:`trainer_bridge.order`. Nothing per sample or per window is 
 
 The *plan hash* covers what decides the sample sequence (sources' content, weights,
 seq_len, seed) and deliberately not the token budget: raising the budget appends samples
-and leaves earlier ones alone, so a run may be extended and still resume.
+and leaves earlier ones alone, so a run may be extended and still resume. Sources' content
+enters as the manifests' per-shard counts and content hashes; :meth:`MixPlan.verify_content`
+(which the loader runs by default) proves the files still have those hashes, so the plan
+hash stands for the bytes actually read.
 
 ``datapipe mix new`` / ``datapipe mix plan`` live here too (:func:`add_cli`).
 """
@@ -32,11 +35,12 @@ import yaml
 
 from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
-from trainer_bridge.shards import SourceManifest, TokenStream, load_manifest
+from datapipe.megatron import SourceManifest, load_manifest
+from trainer_bridge.shards import HashCache, TokenStream, verify_content
 
 log = logging.getLogger(__name__)
 
-PLAN_VERSION = 1
+PLAN_VERSION = 2  # 2: the key covers each shard's document count and .idx hash too
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -218,6 +222,7 @@ class MixPlan:
         self._nw = np.array(self.n_windows, dtype=np.int64)
         self._half = np.array([half_bits(n) for n in self.n_windows], dtype=np.uint64)
         self._key_cache: dict[tuple[int, int], np.ndarray] = {}
+        self._verified: set[tuple[int, int]] = set()
         # All shards of all sources in one address space: one vectorised lookup per batch.
         self._base = np.cumsum([0] + [st.n_tokens for st in streams[:-1]]).astype(np.int64)
         self._maps = [m for st in streams for m in st.shard_arrays]
@@ -236,6 +241,20 @@ class MixPlan:
 
     def __repr__(self) -> str:
         return f"MixPlan({self.spec.name!r}, sources={list(self.names)}, {self.plan_hash})"
+
+    def verify_content(self, *, cache: HashCache | None, rank: int = 0, world: int = 1) -> int:
+        """Check the content of every ``world``-th shard of the mix, from the ``rank``-th
+        (data-parallel ranks share the work; ``world=1``: all of them), skipping shards
+        ``cache`` has seen unchanged. Raises naming the first bad shard; returns how many
+        shards were read."""
+        if (0, 1) in self._verified or (rank, world) in self._verified:
+            return 0
+        items = [(m, rec) for m in self.manifests for rec in m.shards]
+        n = verify_content(items[rank::world], cache=cache)
+        self._verified.add((rank, world))
+        log.info("mix %s: content of %d shard(s) checked, %d known good from the cache", self.spec.name, n,
+                 len(items[rank::world]) - n)
+        return n
 
     def sample(self, n: int) -> tuple[str, int]:
         """``(source name, window index)`` of global sample ``n``; the window covers stream
@@ -312,7 +331,11 @@ class MixPlan:
 
 
 def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> MixPlan:
-    """Open every source of a mix and check that they can be mixed and the budget fits."""
+    """Open every source of a mix and check that they can be mixed and the budget fits.
+
+    Every shard's structure is checked (cheap); ``verify_hashes`` also checks every
+    shard's content now, without the cache (``datapipe mix plan --verify-hashes``). The
+    loader checks content itself by default (:class:`~trainer_bridge.loader.LoaderConfig`)."""
     spec = spec_or_path if isinstance(spec_or_path, MixSpec) else load_mix(spec_or_path)
     where = f"mix {spec.path or spec.name}"
     paths = [(spec.base_dir / s.manifest) for s in spec.sources]
@@ -332,12 +355,14 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
         detail = ", ".join(f"{m.source}: {m.fingerprint}" for m in manifests)
         raise SpecError(f"{where}: sources were tokenised with different tokenizers ({detail}); "
                         "re-tokenise them with one tokenizer or put them in separate mixes")
-    streams = [TokenStream(m, verify_hashes=verify_hashes) for m in manifests]
+    streams = [TokenStream(m) for m in manifests]
     short = [f"{st.source} ({st.n_tokens} tokens)" for st in streams if st.n_tokens < spec.seq_len + 1]
     if short:
         raise SpecError(f"{where}: source(s) {', '.join(short)} hold less than one sample of seq_len + 1 = "
                         f"{spec.seq_len + 1} tokens; lower seq_len or drop them")
     plan = MixPlan(spec, manifests, streams)
+    if verify_hashes:
+        plan.verify_content(cache=None)
     report = plan.report()
     over = [r for r in report.rows if r.epochs > spec.max_epochs]
     if over:

@@ -72,6 +72,8 @@ class TrainConfig:
     document_mask: bool = False       # and attention stays inside documents (needs position_ids)
     loader_workers: int = 1
     prefetch: int = 2
+    verify_shards: bool = True        # check shard content before training (cached; docs/shards.md)
+    hash_cache: str | None = None     # the cache file; None: ~/.cache/datapipe/shard-hashes.json
     log_every: int = 1
     ckpt_dir: str | None = None
     ckpt_every: int = 0               # 0: only at the end (when ckpt_dir is set)
@@ -266,7 +268,8 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
         s, warmup=cfg.warmup_steps, total=total, min_ratio=cfg.min_lr_ratio))
     loader = MixLoader(plan, LoaderConfig(global_batch=cfg.global_batch, rank=d.dp_rank, world_size=d.dims.dp,
                                           num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
-                                          with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda"))
+                                          with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda",
+                                          verify=cfg.verify_shards, hash_cache=cfg.hash_cache))
     return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader, micro_batch=mb,
                total_steps=total)
 
