@@ -108,11 +108,12 @@ class MixLoader:
     def batch_at(self, cursor: int) -> dict[str, torch.Tensor]:
         """This rank's slice of the global batch starting at global sample ``cursor``."""
         cfg = self.config
-        tokens = self.plan.read(cursor + cfg.rank * cfg.local_batch, cfg.local_batch)
+        tokens = np.empty((cfg.local_batch, self.plan.seq_len + 1), dtype=np.int64)  # the copy widens
+        self.plan.read(cursor + cfg.rank * cfg.local_batch, cfg.local_batch, out=tokens)
         return self._to_tensors(tokens)
 
     def _to_tensors(self, tokens: np.ndarray) -> dict[str, torch.Tensor]:
-        full = torch.from_numpy(tokens.astype(np.int64))
+        full = torch.from_numpy(tokens)
         batch = {"input_ids": full[:, :-1], "labels": full[:, 1:]}
         if self.config.with_position_ids:
             batch["position_ids"] = torch.from_numpy(position_ids(tokens[:, :-1], self.plan.eos_id))

@@ -25,6 +25,7 @@ import json
 import logging
 import os
 import sys
+import threading
 from dataclasses import dataclass, field, fields
 from fractions import Fraction
 from pathlib import Path
@@ -34,13 +35,14 @@ import numpy as np
 import yaml
 
 from datapipe.errors import DatapipeError, SpecError
-from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
 from datapipe.megatron import SourceManifest, load_manifest
+from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
 from trainer_bridge.shards import HashCache, TokenStream, verify_content
 
 log = logging.getLogger(__name__)
 
 PLAN_VERSION = 2  # 2: the key covers each shard's document count and .idx hash too
+READ_BLOCK = 4096  # samples located at once by `MixPlan.read` (reads come in consecutive batches)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -223,6 +225,8 @@ class MixPlan:
         self._half = np.array([half_bits(n) for n in self.n_windows], dtype=np.uint64)
         self._key_cache: dict[tuple[int, int], np.ndarray] = {}
         self._verified: set[tuple[int, int]] = set()
+        self._blocks: dict[int, tuple[list[int], list[int], list[bool]]] = {}
+        self._blocks_lock = threading.Lock()
         # All shards of all sources in one address space: one vectorised lookup per batch.
         self._base = np.cumsum([0] + [st.n_tokens for st in streams[:-1]]).astype(np.int64)
         self._maps = [m for st in streams for m in st.shard_arrays]
@@ -290,24 +294,58 @@ class MixPlan:
                 keys[:, (src == s) & (epoch == e)] = self._epoch_keys(s, e)[:, None]
         return src, permute_many(pos, nw, self._half[src], keys)
 
-    def read(self, n0: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
-        """Tokens of samples ``[n0, n0 + count)`` as a ``[count, seq_len + 1]`` array."""
-        if out is None:
-            out = np.empty((count, self.seq_len + 1), dtype=self.dtype)
+    def _where(self, n0: int, count: int) -> tuple[list[int], list[int], list[bool]]:
+        """Per sample: index into all shards, offset in it, and whether the window fits in it."""
         src, win = self.locate(n0, count)
-        width = self.seq_len + 1
         gstart = self._base[src] + win * self.seq_len
         shard = np.searchsorted(self._offsets, gstart, side="right") - 1
         local = gstart - self._offsets[shard]
-        fits = local + width <= self._sizes[shard]
+        fits = local + self.seq_len + 1 <= self._sizes[shard]
+        return shard.tolist(), local.tolist(), fits.tolist()
+
+    def _block(self, b: int) -> tuple[list[int], list[int], list[bool]]:
+        """:meth:`_where` of samples ``[b * READ_BLOCK, (b + 1) * READ_BLOCK)``, computed once:
+        the per-call cost of :meth:`locate` (a few dozen NumPy calls) is paid per block, not
+        per batch. A few blocks are kept (bounded memory), shared by the prefetch threads."""
+        with self._blocks_lock:
+            got = self._blocks.get(b)
+            if got is None:
+                if len(self._blocks) >= 4:
+                    self._blocks.pop(next(iter(self._blocks)))
+                got = self._blocks[b] = self._where(b * READ_BLOCK, READ_BLOCK)
+            return got
+
+    def read(self, n0: int, count: int, out: np.ndarray | None = None) -> np.ndarray:
+        """Tokens of samples ``[n0, n0 + count)`` as a ``[count, seq_len + 1]`` array (``out``
+        may have any integer dtype that holds the ids: the copy converts)."""
+        if out is None:
+            out = np.empty((count, self.seq_len + 1), dtype=self.dtype)
+        b0, b1 = n0 // READ_BLOCK, (n0 + count - 1) // READ_BLOCK
+        if b1 - b0 > 1:
+            shard, local, fits = self._where(n0, count)
+        else:
+            i = n0 - b0 * READ_BLOCK
+            shard, local, fits = (col[i:i + count] for col in self._block(b0))
+            if b1 != b0:  # the rest from the next block
+                shard, local, fits = (a + b[:count - len(a)] for a, b in zip((shard, local, fits), self._block(b1)))
+        width = self.seq_len + 1
         maps = self._maps
-        for i, (j, a, ok) in enumerate(zip(shard.tolist(), local.tolist(), fits.tolist())):
-            if ok:
-                out[i] = maps[j][a:a + width]
-            else:  # crosses into the next shard of the same source
-                s = int(src[i])
-                self.streams[s].read_into(out[i], int(win[i]) * self.seq_len)
+        rows = [maps[j][a:a + width] if ok else self._read_across(j, a) for j, a, ok in zip(shard, local, fits)]
+        if out.flags.c_contiguous:  # one copy loop in C, converting to out's dtype
+            np.concatenate(rows, out=out.reshape(-1))
+        else:
+            for i, row in enumerate(rows):
+                out[i] = row
         return out
+
+    def _read_across(self, j: int, a: int) -> np.ndarray:
+        """A window that starts in shard ``j`` and goes on in the next one(s) of its source."""
+        parts, need = [], self.seq_len + 1
+        while need:
+            part = self._maps[j][a:a + need]
+            parts.append(part)
+            need, j, a = need - len(part), j + 1, 0
+        return np.concatenate(parts)
 
     def counts_at(self, n: int) -> list[int]:
         """Samples drawn from each source among the first ``n``."""

@@ -95,7 +95,24 @@ class Interleave:
         return src, k
 
     def run_counts(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
-        """``run`` plus each source's draw count before and after the range."""
+        """``run`` plus each source's draw count before and after the range.
+
+        The draws in the range are, per source, ``k`` from its count at ``n0`` to its count at
+        ``n0 + count``; sorting them by ``(key, source)`` is the run. Vectorised when every
+        key fits in int64 (any weights with modest denominators); exact Python integers in a
+        heap merge otherwise."""
+        start, end = self.counts_at(n0), self.counts_at(n0 + count)
+        if max((2 * e + 1) * m for e, m in zip(end, self.M)) >= 1 << 62:
+            return self._run_heap(n0, count)
+        per = [e - b for b, e in zip(start, end)]
+        src = np.repeat(np.arange(self.S, dtype=np.int64), per)
+        first = np.cumsum([0] + per[:-1], dtype=np.int64)  # where each source's draws begin in `src`
+        k = np.arange(count, dtype=np.int64) - np.repeat(first - np.array(start, dtype=np.int64), per)
+        key = (2 * k + 1) * np.array(self.M, dtype=np.int64)[src]
+        order = np.lexsort((src, key))
+        return src[order], k[order], start, end
+
+    def _run_heap(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
         c = self.counts_at(n0)
         start = list(c)
         heap = [((2 * c[s] + 1) * self.M[s], s) for s in range(self.S)]

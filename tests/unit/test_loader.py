@@ -213,3 +213,14 @@ def test_memory_and_startup_do_not_grow_with_windows(tmp_path):
     big_peak, big_t = _footprint(tmp_path, 2_000_000)  # 100x the windows
     print(f"peak bytes: {small_peak:,} vs {big_peak:,}; start-up: {small_t * 1e3:.1f} ms vs {big_t * 1e3:.1f} ms")
     assert big_peak <= small_peak * 1.25 + 32_768, (small_peak, big_peak)
+
+
+@pytest.mark.parametrize("weights", [[0.5, 0.3, 0.2], [1 / 999_983, 1 / 999_979, 1 / 999_961, 0.9]])
+def test_vectorised_interleave_equals_the_heap_merge(weights):
+    """The fast path of `run_counts` (int64 keys, one sort) is the exact heap merge; weights
+    with huge coprime denominators overflow int64 keys and take the heap path."""
+    il = Interleave(rational_weights(weights))
+    for n0, count in [(0, 5000), (123_457, 4096), (10**12, 777), (9, 0)]:
+        fast, slow = il.run_counts(n0, count), il._run_heap(n0, count)
+        assert np.array_equal(fast[0], slow[0]) and np.array_equal(fast[1], slow[1])
+        assert fast[2:] == slow[2:]
