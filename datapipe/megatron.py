@@ -180,8 +180,10 @@ class ShardRecord:
         """``.idx`` sequences: every document starting here, plus a continued one."""
         return self.documents + int(self.first_doc_continued)
 
-    def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "bin": f"{self.name}.bin", "idx": f"{self.name}.idx", "tokens": self.tokens,
+    def to_json(self, folder: Path) -> dict[str, Any]:
+        """The manifest entry, file paths relative to ``folder`` (the manifest's)."""
+        return {"name": self.name, "bin": self.bin_path.relative_to(folder).as_posix(),
+                "idx": self.idx_path.relative_to(folder).as_posix(), "tokens": self.tokens,
                 "documents": self.documents, "bin_bytes": self.bin_bytes,
                 "first_doc_continued": self.first_doc_continued, "last_doc_split": self.last_doc_split,
                 "bin_hash": self.bin_hash, "idx_hash": self.idx_hash}
@@ -227,11 +229,11 @@ class SourceManifest:
 
 
 def make_manifest(
-    *, source: str, dtype: str, shard_tokens: int, span_documents: bool, tokenizer: Mapping[str, Any],
+    *, folder: Path, source: str, dtype: str, shard_tokens: int, span_documents: bool, tokenizer: Mapping[str, Any],
     order: Mapping[str, Any], shards: Sequence[ShardRecord], lineage: Mapping[str, Any],
 ) -> bytes:
-    """The manifest's bytes (deterministic: no timestamps, fixed key order)."""
-    records = [s.to_json() for s in shards]
+    """The bytes of ``folder/manifest.json`` (deterministic: no timestamps, fixed key order)."""
+    records = [s.to_json(folder) for s in shards]
     doc = {
         "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "source": source, "dtype": dtype,
         "shard_tokens": shard_tokens, "span_documents": span_documents, "tokenizer": dict(tokenizer),
@@ -255,9 +257,12 @@ def _field(obj: Mapping[str, Any], key: str, where: str, path: Path, kind: type 
 
 
 def _file_name(obj: Mapping[str, Any], key: str, where: str, path: Path) -> str:
+    """A relative path inside the manifest's folder (no absolute paths, no ``..``)."""
     name = _field(obj, key, where, path, str)
-    if not name or Path(name).name != name or name in (".", ".."):
-        raise ShardFormatError(str(path), f"{where}{key} {name!r} must be a file name beside the manifest")
+    parts = name.split("/")
+    if not name or name.startswith("/") or any(p in ("", ".", "..") for p in parts) or "\\" in name:
+        raise ShardFormatError(str(path), f"{where}{key} {name!r} must be a relative path inside the manifest's "
+                               "folder")
     return name
 
 
@@ -291,7 +296,8 @@ def load_manifest(path: str | os.PathLike[str]) -> SourceManifest:
     if dtype == "uint16" and vocab > UINT16_MAX_VOCAB:
         raise ShardFormatError(str(path), f"dtype uint16 cannot hold a vocabulary of {vocab} ids; it needs int32")
     item = NP_DTYPES[dtype].itemsize
-    shards = []
+    shards: list[ShardRecord] = []
+    seen: set[Any] = set()
     for k, s in enumerate(_field(raw, "shards", "", path, list)):
         w = f"shards[{k}]: "
         if not isinstance(s, dict):
@@ -304,8 +310,9 @@ def load_manifest(path: str | os.PathLike[str]) -> SourceManifest:
             last_doc_split=bool(s.get("last_doc_split", False)),
             bin_hash=str(s.get("bin_hash", "")), idx_hash=str(s.get("idx_hash", "")),
         )
-        if rec.name != shard_name(source, k):
-            raise ShardFormatError(str(path), f"{w}shard {k} is named {rec.name!r}, expected {shard_name(source, k)!r}")
+        if not rec.name or rec.name in seen or rec.bin_path in seen or rec.idx_path in seen:
+            raise ShardFormatError(str(path), f"{w}shard {rec.name!r}: its name or files are empty or listed twice")
+        seen.update((rec.name, rec.bin_path, rec.idx_path))
         if rec.tokens < 0 or rec.documents < 0 or rec.bin_bytes != rec.tokens * item:
             raise ShardFormatError(str(path), f"shard {rec.name}: tokens {rec.tokens}, documents {rec.documents}, "
                                    f"bin_bytes {rec.bin_bytes} do not agree ({dtype} is {item} bytes a token)")
@@ -329,9 +336,9 @@ def check_layout(m: SourceManifest) -> list[str]:
     n = len(m.shards)
     for k, rec in enumerate(m.shards):
         last = k == n - 1
-        if m.span_documents:
-            if not last and rec.tokens != m.shard_tokens:
-                problems.append(f"{rec.name}: {rec.tokens} tokens, every shard but the last must hold {m.shard_tokens}")
+        if m.span_documents:  # a document goes on in the next shard only out of a full one
+            if rec.last_doc_split and rec.tokens != m.shard_tokens:
+                problems.append(f"{rec.name}: ends inside a document but holds {rec.tokens} tokens, not {m.shard_tokens}")
             prev_split = m.shards[k - 1].last_doc_split if k else False
             if rec.first_doc_continued != prev_split:
                 problems.append(f"{rec.name}: first_doc_continued={rec.first_doc_continued} but the previous "

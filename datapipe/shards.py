@@ -26,6 +26,7 @@ Reading back: :func:`verify_shards` (every check above, from the files alone) an
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import os
@@ -216,8 +217,8 @@ class SourceShardWriter:
             sh.bin_tmp.unlink(missing_ok=True)
             idx_tmp.unlink(missing_ok=True)
             raise JobError(f"source {self.source}: shard failed verification after writing: " + "; ".join(problems))
-        final = fmt.ShardRecord(**{**rec.__dict__, "bin_path": self.folder / f"{sh.name}.bin",
-                                   "idx_path": self.folder / f"{sh.name}.idx"})
+        final = dataclasses.replace(rec, bin_path=self.folder / f"{sh.name}.bin",
+                                    idx_path=self.folder / f"{sh.name}.idx")
         try:
             _commit(sh.bin_tmp, final.bin_path, rec.bin_hash)
             _commit(idx_tmp, final.idx_path, rec.idx_hash)
@@ -242,7 +243,7 @@ class SourceShardWriter:
         self._finished = True
         _fsync_dir(self.folder)
         data = fmt.make_manifest(
-            source=self.source, dtype=self.dtype, shard_tokens=self.shard_tokens,
+            folder=self.folder, source=self.source, dtype=self.dtype, shard_tokens=self.shard_tokens,
             span_documents=self.span_documents, tokenizer=self.info.to_manifest(),
             order={"key": "xxh3_64(id utf-8, seed), then id", "seed": self.seed},
             shards=self._records, lineage=self.lineage,

@@ -77,7 +77,7 @@ def test_manifest_errors_say_what_is_wrong(tmp_path):
     raw = json.loads(path.read_text())
     for edit, match in [(lambda r: r["totals"].__setitem__("tokens", 1), "totals.tokens is 1"),
                         (lambda r: r.__setitem__("dtype", "float32"), "dtype 'float32'"),
-                        (lambda r: r["shards"][1].__setitem__("bin", "../x.bin"), "must be a file name"),
+                        (lambda r: r["shards"][1].__setitem__("bin", "../x.bin"), "must be a relative path"),
                         (lambda r: r.__setitem__("format", "other"), "not a datapipe-shards manifest")]:
         bad = json.loads(json.dumps(raw))
         edit(bad)
@@ -231,7 +231,13 @@ def test_trainer_trains_an_untouched_mix_and_refuses_a_tampered_one(mix, tmp_pat
     r = _train(repo_dir, cfg, tmp_path / "ok.jsonl")
     assert r.returncode == 0, r.stderr[-3000:]
     assert [json.loads(line)["step"] for line in (tmp_path / "ok.jsonl").open()] == [1, 2]
-    _flip(_wiki(mix) / "wiki-00001.bin", 777)
-    r = _train(repo_dir, cfg, tmp_path / "bad.jsonl")
-    assert r.returncode == 2 and "wiki-00001.bin: shard wiki-00001 of source wiki fails" in r.stderr, r.stderr[-3000:]
-    assert not (tmp_path / "bad.jsonl").exists()
+    for tamper in ("flipped byte in .bin", "edited document count"):  # a content and a structural failure
+        folder = _wiki(mix)
+        before = {p: p.read_bytes() for p in folder.iterdir()}
+        TAMPER[tamper][0](folder)
+        r = _train(repo_dir, cfg, tmp_path / "bad.jsonl")
+        assert r.returncode == 2 and "wiki-00001.bin: shard wiki-00001 of source wiki fails" in r.stderr, \
+            r.stderr[-3000:]
+        assert not (tmp_path / "bad.jsonl").exists()
+        for p, data in before.items():
+            p.write_bytes(data)
