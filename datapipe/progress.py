@@ -152,16 +152,19 @@ class Progress:
 
 def ray_init_kwargs(verbose: bool) -> dict[str, Any]:
     """Arguments for ``ray.init``: workers' output streamed to the console only when
-    ``verbose``; Ray's own loggers at INFO when verbose, WARNING otherwise."""
+    ``verbose``; Ray's own loggers at INFO when verbose, else ERROR while it starts
+    (its start-up notices would reach the console before :func:`quiet_ray` can route
+    them; call that right after ``ray.init``)."""
     import ray
 
     return {"log_to_driver": verbose,
-            "logging_config": ray.LoggingConfig(encoding="TEXT", log_level="INFO" if verbose else "WARNING")}
+            "logging_config": ray.LoggingConfig(encoding="TEXT", log_level="INFO" if verbose else "ERROR")}
 
 
 def quiet_ray(log_dir: str | Path, *, verbose: bool) -> logging.Handler | None:
     """Turn Ray Data's console output off (progress bars, execution banners, stats
-    dumps) and send the ``ray`` loggers to ``<log_dir>/ray.log``. Returns the file
+    dumps) and send the ``ray`` loggers to ``<log_dir>/ray.log``. Call it after
+    ``ray.init`` (which installs Ray's console handlers). Returns the file
     handler (remove it with :func:`restore_ray_logging` when the run ends); None when
     ``verbose`` (nothing is changed)."""
     import ray
@@ -180,6 +183,7 @@ def quiet_ray(log_dir: str | Path, *, verbose: bool) -> logging.Handler | None:
     for name in RAY_LOGGERS:
         lg = logging.getLogger(name)
         lg.addHandler(handler)
+        lg.setLevel(logging.INFO)
         lg.propagate = False
         for h in list(lg.handlers):          # Ray's own console handlers
             if isinstance(h, logging.StreamHandler) and not isinstance(h, logging.FileHandler):
@@ -187,7 +191,7 @@ def quiet_ray(log_dir: str | Path, *, verbose: bool) -> logging.Handler | None:
                 handler.__dict__.setdefault("_removed", []).append((lg, h))
     session = _session_log_dir()
     if session:
-        logging.getLogger("ray").warning("Ray workers' logs: %s", session)
+        logging.getLogger("ray").info("Ray workers' logs: %s", session)
     return handler
 
 

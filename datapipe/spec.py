@@ -28,6 +28,7 @@ directory of the process that runs the job.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
@@ -270,6 +271,21 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str) -> tuple[list
     return files, root
 
 
+@contextlib.contextmanager
+def _shared_hint(entry: Any, shared: str):
+    """A SpecError raised for a spec entry that uses ``{shared}`` says what it became
+    and how to point it elsewhere (a missing model or list is usually a missing folder)."""
+    try:
+        yield
+    except SpecError as exc:
+        if "{shared}" not in json.dumps(entry, default=str):
+            raise
+        origin = ("$DATAPIPE_SHARED" if "DATAPIPE_SHARED" in os.environ
+                  else "the default <spec folder>/../../shared; set DATAPIPE_SHARED to the shared data folder")
+        missing = "" if os.path.isdir(shared) else " (that folder does not exist)"
+        raise SpecError(f"{exc} [{{shared}} = {shared}{missing}, from {origin}]") from None
+
+
 def default_shared(spec_dir: Path) -> str:
     return os.environ.get("DATAPIPE_SHARED", str((spec_dir / ".." / ".." / "shared").resolve()))
 
@@ -288,7 +304,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         "shared": default_shared(spec_dir),
         "models": os.environ.get("DATAPIPE_MODELS", str((spec_dir / ".." / "models").resolve())),
     }
-    raw = _expand(raw, subs)
+    unexpanded, raw = raw, _expand(raw, subs)
     unknown = set(raw) - TOP_KEYS
     if unknown:
         raise SpecError(f"{path}: unknown top-level key(s) {sorted(unknown)}; valid keys: {sorted(TOP_KEYS)}")
@@ -339,7 +355,8 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         if not isinstance(paths, list) or not paths:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
         options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
-        files, root = _resolve_files(paths, base=spec_dir, where=where)
+        with _shared_hint(unexpanded["sources"][i], subs["shared"]):
+            files, root = _resolve_files(paths, base=spec_dir, where=where)
         sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), patterns=tuple(paths),
                                   options=options, root=root))
 
@@ -361,7 +378,8 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         (sname, cfg), = entry.items()
         where = f"{path}: stages[{i}] ({sname})"
         cls = stage_class(sname, where=f"{path}: stages[{i}]")
-        config = build(cls.Config, cfg, where=where)
+        with _shared_hint(unexpanded["stages"][i], subs["shared"]):
+            config = build(cls.Config, cfg, where=where)
         if only is not None and issubclass(cls, GlobalStage):
             raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
         stages.append(StageSpec(name=instance or sname, cls=cls, config=config, index=i,
