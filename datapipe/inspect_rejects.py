@@ -142,6 +142,32 @@ def examples_by_reason(output: str | Path, *, top: int = 5, per_reason: int = 2,
     return {reason: find(output, reason=reason, n=per_reason, seed=seed)[1] for reason in list(counts)[:top]}
 
 
+def drop_examples(output: str | Path, *, top: int = 5, per_reason: int = 2, width: int = 100) -> dict[str, list[dict]]:
+    """For the run report: the ``top`` drop reasons' first examples (seeded sample) with
+    id, source, detail and the excerpt that shows what triggered the rule. Empty when
+    the output has no rejects."""
+    if not (Path(output) / "rejects").is_dir():
+        return {}
+    return {reason: [{"id": ex.id, "source": ex.source, "detail": ex.detail,
+                      "excerpt": excerpt(ex.text, ex.detail, width)} for ex in exs]
+            for reason, exs in examples_by_reason(output, top=top, per_reason=per_reason).items()}
+
+
+def examples_markdown(examples: dict[str, list[dict]]) -> str:
+    """The report.md section for :func:`drop_examples`."""
+    if not examples:
+        return ""
+    lines = ["", "## Examples of dropped documents", "",
+             "(more with `datapipe inspect <output> --reason <reason>`)"]
+    for reason, exs in examples.items():
+        lines += ["", f"### {reason}", ""]
+        for ex in exs:
+            text = " ".join(ex["excerpt"].split())
+            lines.append(f"- `{ex['id']}` [{ex['source']}]" + (f" detail `{ex['detail']}`" if ex["detail"] else "")
+                         + f": {text}")
+    return "\n".join(lines) + "\n"
+
+
 def render(counts: dict[str, int], examples: list[Example], *, filtered: bool) -> str:
     lines = []
     if not counts:

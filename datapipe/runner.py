@@ -468,7 +468,12 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
                           global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash,
                           shards=shard_totals)
+    from datapipe.inspect_rejects import drop_examples, examples_markdown
+
+    report["drop_examples"] = drop_examples(staging)        # report.json/report.md only, not the console
     write_report(report, staging)
+    with open(staging / "report.md", "a", encoding="utf-8") as fh:
+        fh.write(examples_markdown(report["drop_examples"]))
     if problems:
         raise JobError("accounting check failed, output not committed (see "
                        f"{staging / 'report.md'}):\n  " + "\n  ".join(problems))

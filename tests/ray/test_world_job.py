@@ -118,3 +118,16 @@ def test_inspect_shows_what_triggered_the_rule(world_output, repo_dir):
     shown = [r for r in expected if r["id"] in out]
     assert len(shown) == 2                               # two samples, by id
     assert all(r["reject_detail"] in out for r in shown)  # with the value that failed
+
+
+def test_report_has_examples_of_top_drop_reasons(world_output):
+    report = json.loads((world_output / "report.json").read_text())
+    rejects = {r["id"]: r for r in _rows(world_output / "rejects")}
+    examples = report["drop_examples"]
+    assert examples and len(examples) <= 5
+    for reason, exs in examples.items():
+        assert 1 <= len(exs) <= 2
+        for ex in exs:
+            assert rejects[ex["id"]]["reject_reason"] == reason and ex["detail"] == rejects[ex["id"]]["reject_detail"]
+    md = (world_output / "report.md").read_text()
+    assert "## Examples of dropped documents" in md and f"### {next(iter(examples))}" in md
