@@ -22,16 +22,20 @@ where other documents end.
 
 from __future__ import annotations
 
+import codecs
+import io
 import re
 from typing import Iterable, Iterator
+
+from datapipe.errors import SpecError
+from datapipe.readers._streams import compression_of, open_binary
+from datapipe.readers.base import Rec, reject
 
 SPLITS = ("paragraphs", "lines", "regex")
 
 
 def check_split_options(opts) -> None:
     """Validate a text source's ``split``/``pattern``/``max_chars`` options."""
-    from datapipe.errors import SpecError
-
     if opts.split is not None and opts.split not in SPLITS:
         raise SpecError(f"option split must be one of {list(SPLITS)} (or null: one document per file), got {opts.split!r}")
     if opts.split == "regex":
@@ -151,12 +155,6 @@ def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
 def read_split_file(reader, f) -> Iterator:
     """The documents of text file ``f`` cut as ``reader.options`` says (streamed); a
     byte sequence invalid in the encoding ends the file with a reject for the rest."""
-    import codecs
-    import io
-
-    from datapipe.readers._streams import compression_of, open_binary
-    from datapipe.readers.base import Rec, reject
-
     opts = reader.options
     enc = opts.encoding
     utf8 = codecs.lookup(enc).name == "utf-8"

@@ -161,3 +161,13 @@ def test_native_ids_and_metadata(shared_dir):
     assert all(r["source_id"] is None for r in everything)   # no id_key: no native id
     with pytest.raises(SpecError, match="metadata"):
         READERS["jsonl"](source=SRC, options={"metadata": 3})
+
+
+def test_truncated_dump_keeps_pages_read_and_counts_the_rest(shared_dir, tmp_path):
+    src = shared_dir / "corpora" / "wiki" / "enwiki-pages-articles-excerpt.xml.bz2"
+    cut = tmp_path / "cut.xml.bz2"
+    cut.write_bytes(src.read_bytes()[: src.stat().st_size // 2])   # bz2 decodes whole 900 kB blocks
+    rows = read_all(READERS["mediawiki"](source=SRC), one_file(cut, tmp_path))
+    got = reasons(rows)
+    assert got[None] >= 1 and got["read:truncated_bz2"] == 1
+    assert rows[-1]["origin"] == "cut.xml.bz2"
