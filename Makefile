@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup models sample test clean shared-check
+.PHONY: setup models sample test clean
 
 # Models the sample job needs, trained from the bundled sample corpus (seconds).
 D := jobs/sample_data
@@ -38,10 +38,7 @@ $(M)/tokenizer/tokenizer.json: $(STAMP)
 
 models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json
 
-shared-check:
-	@test -d "$${DATAPIPE_SHARED:-../shared}/models" || { echo "the sample job's language-ID model comes from ../shared/models/lid.176.ftz: put the shared/ folder beside the repo or set DATAPIPE_SHARED" >&2; exit 1; }
-
-sample: shared-check setup models
+sample: setup models
 	$(BIN)/datapipe run jobs/sample.yaml
 	$(BIN)/datapipe shards verify runs/sample/shards
 	$(BIN)/datapipe mix plan mixes/sample.yaml

@@ -132,6 +132,46 @@ def base_files(files: list[InputFile], decode: bool) -> Callable[[], tuple[int, 
     return run
 
 
+def base_mediawiki(files: list[InputFile]) -> Callable[[], tuple[int, int, int]]:
+    """bz2 + iterparse + mwparserfromhell's strip_code on article pages (no ref/file-link
+    cleaning, no title line): the least a wiki dump reader must do."""
+    import bz2
+    import xml.etree.ElementTree as ET
+
+    import mwparserfromhell
+
+    def run():
+        n = nbytes = 0
+        for f in files:
+            with bz2.open(f.path, "rb") as fh:
+                for _, el in ET.iterparse(fh):
+                    if el.tag.endswith("}page"):
+                        ns, text = el.find("{*}ns"), el.find("{*}revision/{*}text")
+                        if ns.text == "0" and el.find("{*}redirect") is None and text is not None and text.text:
+                            n += 1
+                            nbytes += len(mwparserfromhell.parse(text.text).strip_code().encode())
+                        el.clear()
+        return n, nbytes, len(files)
+    return run
+
+
+def base_regex_split(files: list[InputFile], pattern: str) -> Callable[[], tuple[int, int, int]]:
+    """Whole file in memory, ``re.split`` at the title lines."""
+    import re
+
+    rx = re.compile(f"(?m)(?={pattern})")
+
+    def run():
+        n = nbytes = 0
+        for f in files:
+            for piece in rx.split(Path(f.path).read_text(encoding="utf-8")):
+                if piece.strip():
+                    n += 1
+                    nbytes += len(piece.strip().encode())
+        return n, nbytes, len(files)
+    return run
+
+
 # ---------------------------------------------------------------------------- driver
 
 
@@ -166,7 +206,14 @@ def build_cases(shared: Path, tmp: Path, split_bytes: int):
     jzst = inputs([tmp / "all.jsonl.zst"], tmp)
     parquet = inputs([tmp / "all.parquet"], tmp)
 
+    wiki_root = c / "wiki"
+    wiki = inputs([wiki_root / "enwiki-pages-articles-excerpt.xml.bz2"], wiki_root)
+    wikitext = inputs([wiki_root / "wikitext-2-raw.test.txt"], wiki_root)
+    title = "^ = [^=].* = $"
     return [
+        ("mediawiki (.xml.bz2)", wiki, ours("mediawiki", wiki, split_bytes), base_mediawiki(wiki), "iterparse+strip"),
+        ("text split: regex", wikitext, ours("text", wikitext, split_bytes, {"split": "regex", "pattern": title}),
+         base_regex_split(wikitext, title), "re.split"),
         ("warc (response pages)", warc, ours("warc", warc, split_bytes), base_warc(warc), "warcio loop"),
         ("warc, 256 KiB splits", warc, ours("warc", warc, 256 << 10), base_warc(warc), "warcio loop"),
         ("html (.html.gz)", html, ours("html", html, split_bytes), base_files(html, False), "gzip read"),

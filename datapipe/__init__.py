@@ -1,9 +1,12 @@
 """datapipe: a pretraining data-pipeline engine on Ray Data.
 
-The public API is small: load a job spec, run it, and the stage base classes to write
-new stages with. Everything else is an implementation detail.
+The public API is small: load a job spec and run it; run one stage on a table or inside
+your own Ray Data pipeline (:func:`stage`, :class:`StageUDF`, :func:`stages`, see
+``docs/python.md``); and the stage base classes to write new stages with. Everything
+else is an implementation detail.
 """
 
+from datapipe.api import StageResult, StageRunner, StageUDF, stage, stages
 from datapipe.errors import CorruptInputError, DatapipeError, JobError, SpecError
 from datapipe.stage import (AnnotatorStage, FilterStage, FormatterStage, GlobalStage, Rewrite, RewriteFilterStage,
                             Stage, StageConfig)
@@ -21,8 +24,13 @@ __all__ = [
     "SpecError",
     "Stage",
     "StageConfig",
+    "StageResult",
+    "StageRunner",
+    "StageUDF",
     "load_job",
     "run_job",
+    "stage",
+    "stages",
 ]
 
 

@@ -30,7 +30,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="datapipe", description="Pretraining data pipelines on Ray Data.")
-    p.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="debug logging, and Ray's own logs and progress bars on the console (else in <output>/logs/ray.log)")
     sub = p.add_subparsers(dest="command", required=True)
 
     r = sub.add_parser("run", help="run a job spec (embedded local Ray, or the cluster in RAY_ADDRESS)")
@@ -44,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--output", help="override the spec's output folder")
     v.set_defaults(func=_cmd_validate)
 
+    from datapipe.inspect_rejects import add_cli as add_inspect_cli
     from datapipe.lm.cli import add_cli as add_lm_cli
     from datapipe.quality_train import add_cli as add_quality_cli
 
@@ -56,6 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_quality_cli(sub)
     add_lm_cli(sub)
     add_mix_cli(sub)
+    add_inspect_cli(sub)
     return p
 
 

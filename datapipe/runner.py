@@ -54,20 +54,26 @@ class RunResult:
 
 # -- Ray ---------------------------------------------------------------------------
 
-def ensure_ray(job: JobSpec) -> None:
-    """Join the cluster named by ``RAY_ADDRESS``, or start an embedded local Ray."""
+def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> None:
+    """Join the cluster named by ``RAY_ADDRESS``, or start an embedded local Ray.
+    Workers' output reaches the console only when ``verbose`` (default: debug logging
+    is on, i.e. ``datapipe -v``)."""
     import ray
+
+    from datapipe.progress import ray_init_kwargs
 
     if ray.is_initialized():
         return
+    if verbose is None:
+        verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
     if os.environ.get("RAY_ADDRESS"):
         log.info("joining Ray cluster at %s", os.environ["RAY_ADDRESS"])
-        ray.init(address=os.environ["RAY_ADDRESS"], log_to_driver=True)
+        ray.init(address=os.environ["RAY_ADDRESS"], **ray_init_kwargs(verbose))
     else:
         log.info("starting an embedded local Ray (num_cpus=%s)", job.execution.num_cpus or "all")
-        ray.init(num_cpus=job.execution.num_cpus, include_dashboard=False, log_to_driver=True)
+        ray.init(num_cpus=job.execution.num_cpus, include_dashboard=False, **ray_init_kwargs(verbose))
 
 
 def _cluster_cpus() -> int:
@@ -383,9 +389,12 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
 
     from datapipe.stats import StatsCollector
 
-    ensure_ray(job)
+    from datapipe.progress import quiet_ray, restore_ray_logging
+
+    verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
+    ensure_ray(job, verbose=verbose)
+    ray_log = quiet_ray(staging / "logs", verbose=verbose)   # Ray's chatter to logs/ray.log
     ctx = ray.data.DataContext.get_current()
-    ctx.enable_progress_bars = bool(os.environ.get("DATAPIPE_PROGRESS", "1") != "0")
     # stages whose result depends on which documents share a batch need batches formed
     # in read order, not in the order Ray tasks happen to finish
     ctx.execution_options.preserve_order = any(st.make().needs_stable_batches() for st in job.stages)
@@ -459,7 +468,12 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
                           global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash,
                           shards=shard_totals)
+    from datapipe.inspect_rejects import drop_examples, examples_markdown
+
+    report["drop_examples"] = drop_examples(staging)        # report.json/report.md only, not the console
     write_report(report, staging)
+    with open(staging / "report.md", "a", encoding="utf-8") as fh:
+        fh.write(examples_markdown(report["drop_examples"]))
     if problems:
         raise JobError("accounting check failed, output not committed (see "
                        f"{staging / 'report.md'}):\n  " + "\n  ".join(problems))
@@ -476,6 +490,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     (staging / SUCCESS).write_text(json.dumps({"job_hash": job_hash, "spec_hash": job.spec_hash(),
                                                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
     _commit(staging, out)
+    restore_ray_logging(ray_log)
     echo(report["summary_text"])
     echo(f"output committed: {out}")
     return RunResult(output=str(out), skipped=False, report=report)

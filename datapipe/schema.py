@@ -17,6 +17,13 @@ raw         binary     raw page bytes for HTML/WARC sources (null otherwise);
                        consumed by ``extract`` and never written to outputs
 origin      string     where the record is: ``path`` or ``path@offset`` or
                        ``path:line`` (for people reading rejects)
+source_id   string     the record's own id in its corpus (a JSONL/Parquet
+                       ``id_key`` value, a wiki page id, a StackExchange post
+                       id), so results join back to upstream data; null when
+                       the format has none
+metadata    string     JSON object of the record fields a source's
+                       ``options.metadata`` keeps (names, or ``all``); null
+                       when not asked for
 ==========  =========  ==========================================================
 
 Bookkeeping columns (internal, underscore-prefixed): a document dropped by a stage is
@@ -41,6 +48,7 @@ import pyarrow.compute as pc
 import xxhash
 
 ID, SOURCE, TEXT, URL, RAW, ORIGIN = "id", "source", "text", "url", "raw", "origin"
+SOURCE_ID, METADATA = "source_id", "metadata"
 REJECT_STAGE, REJECT_REASON, REJECT_DETAIL = "_reject_stage", "_reject_reason", "_reject_detail"
 
 BASE_FIELDS: tuple[pa.Field, ...] = (
@@ -50,6 +58,8 @@ BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field(URL, pa.string()),
     pa.field(RAW, pa.binary()),
     pa.field(ORIGIN, pa.string()),
+    pa.field(SOURCE_ID, pa.string()),
+    pa.field(METADATA, pa.string()),
 )
 REJECT_FIELDS: tuple[pa.Field, ...] = (
     pa.field(REJECT_STAGE, pa.string()),
@@ -60,8 +70,8 @@ BASE_SCHEMA = pa.schema(BASE_FIELDS + REJECT_FIELDS)
 BASE_COLUMNS = frozenset(f.name for f in BASE_FIELDS + REJECT_FIELDS)
 
 # Columns every source provides from the start (text/raw depend on the format).
-TEXT_SOURCE_COLUMNS = frozenset({ID, SOURCE, TEXT, URL, ORIGIN})
-MARKUP_SOURCE_COLUMNS = frozenset({ID, SOURCE, RAW, URL, ORIGIN})
+TEXT_SOURCE_COLUMNS = frozenset({ID, SOURCE, TEXT, URL, ORIGIN, SOURCE_ID, METADATA})
+MARKUP_SOURCE_COLUMNS = frozenset({ID, SOURCE, RAW, URL, ORIGIN, SOURCE_ID, METADATA})
 
 # Never written to the documents/rejects datasets.
 NOT_WRITTEN = frozenset({RAW})
@@ -89,6 +99,8 @@ def make_batch(
     origins: Sequence[str | None] | None = None,
     reject_reasons: Sequence[str | None] | None = None,
     reject_details: Sequence[str | None] | None = None,
+    source_ids: Sequence[str | None] | None = None,
+    metadata: Sequence[str | None] | None = None,
 ) -> pa.Table:
     """Build a base-schema table; what a reader yields.
 
@@ -106,6 +118,8 @@ def make_batch(
         URL: pa.array(list(urls) if urls is not None else none, pa.string()),
         RAW: pa.array(list(raws) if raws is not None else none, pa.binary()),
         ORIGIN: pa.array(list(origins) if origins is not None else none, pa.string()),
+        SOURCE_ID: pa.array(list(source_ids) if source_ids is not None else none, pa.string()),
+        METADATA: pa.array(list(metadata) if metadata is not None else none, pa.string()),
         REJECT_STAGE: pa.array(stages, pa.string()),
         REJECT_REASON: pa.array(reasons, pa.string()),
         REJECT_DETAIL: pa.array(list(reject_details) if reject_details is not None else none, pa.string()),

@@ -28,10 +28,12 @@ directory of the process that runs the job.
 
 from __future__ import annotations
 
+import contextlib
 import glob
 import hashlib
 import json
 import os
+import re
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,17 +97,25 @@ class SourceSpec:
 
 @dataclass(kw_only=True, frozen=True)
 class StageSpec:
+    """One stage instance of the chain. ``name`` is the instance's name (the spec's
+    ``name:``, else the stage kind): unique in a job, used in reject reasons, stats and
+    reports; ``cls.name`` is the kind."""
+
     name: str
     cls: type[Stage]
     config: StageConfig
     index: int
     sources: frozenset[str] | None = None   # None: every source
 
+    @property
+    def kind(self) -> str:
+        return self.cls.name
+
     def applies_to(self, source: str) -> bool:
         return self.sources is None or source in self.sources
 
     def make(self) -> Stage:
-        return self.cls(self.config, sources=self.sources)
+        return self.cls(self.config, sources=self.sources, name=None if self.name == self.cls.name else self.name)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -143,7 +153,8 @@ class JobSpec:
                 for s in self.sources
             ],
             "stages": [{"stage": st.name, "config": _portable(to_plain(st.config), ""),
-                        "sources": sorted(st.sources) if st.sources is not None else None} for st in self.stages],
+                        "sources": sorted(st.sources) if st.sources is not None else None,
+                        **({"kind": st.kind} if st.kind != st.name else {})} for st in self.stages],
             "output_options": to_plain(self.output_options),
             "max_doc_bytes": self.execution.max_doc_bytes,
             "shards": to_plain(self.shards) if self.shards is not None else None,
@@ -260,6 +271,21 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str) -> tuple[list
     return files, root
 
 
+@contextlib.contextmanager
+def _shared_hint(entry: Any, shared: str):
+    """A SpecError raised for a spec entry that uses ``{shared}`` says what it became
+    and how to point it elsewhere (a missing model or list is usually a missing folder)."""
+    try:
+        yield
+    except SpecError as exc:
+        if "{shared}" not in json.dumps(entry, default=str):
+            raise
+        origin = ("$DATAPIPE_SHARED" if "DATAPIPE_SHARED" in os.environ
+                  else "the default <spec folder>/../../shared; set DATAPIPE_SHARED to the shared data folder")
+        missing = "" if os.path.isdir(shared) else " (that folder does not exist)"
+        raise SpecError(f"{exc} [{{shared}} = {shared}{missing}, from {origin}]") from None
+
+
 def default_shared(spec_dir: Path) -> str:
     return os.environ.get("DATAPIPE_SHARED", str((spec_dir / ".." / ".." / "shared").resolve()))
 
@@ -278,7 +304,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         "shared": default_shared(spec_dir),
         "models": os.environ.get("DATAPIPE_MODELS", str((spec_dir / ".." / "models").resolve())),
     }
-    raw = _expand(raw, subs)
+    unexpanded, raw = raw, _expand(raw, subs)
     unknown = set(raw) - TOP_KEYS
     if unknown:
         raise SpecError(f"{path}: unknown top-level key(s) {sorted(unknown)}; valid keys: {sorted(TOP_KEYS)}")
@@ -329,7 +355,8 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         if not isinstance(paths, list) or not paths:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
         options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
-        files, root = _resolve_files(paths, base=spec_dir, where=where)
+        with _shared_hint(unexpanded["sources"][i], subs["shared"]):
+            files, root = _resolve_files(paths, base=spec_dir, where=where)
         sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), patterns=tuple(paths),
                                   options=options, root=root))
 
@@ -340,20 +367,10 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         if isinstance(entry, str):
             entry = {entry: {}}
         only = None
+        instance = None
         if isinstance(entry, dict) and "stage" in entry:
-            # long form: {stage: name, sources: [..], config: {..}}
-            bad = set(entry) - {"stage", "sources", "config"}
-            if bad:
-                raise SpecError(f"{path}: stages[{i}]: unknown key(s) {sorted(bad)}; the long form takes "
-                                "'stage', 'sources' and 'config'")
-            only = entry.get("sources")
-            if not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only):
-                raise SpecError(f"{path}: stages[{i}]: 'sources' must be a non-empty list of source names")
-            unknown = sorted(set(only) - names)
-            if unknown:
-                raise SpecError(f"{path}: stages[{i}]: unknown source(s) {unknown}; sources are {sorted(names)}")
-            if not isinstance(entry["stage"], str):
-                raise SpecError(f"{path}: stages[{i}]: 'stage' must be a stage name, got {entry['stage']!r}")
+            # long form: {stage: kind, name: instance, sources: [..], config: {..}}
+            only, instance = _long_form(entry, path, i, names)
             entry = {entry["stage"]: entry.get("config")}
         if not isinstance(entry, dict) or len(entry) != 1:
             raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}' or "
@@ -361,14 +378,16 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         (sname, cfg), = entry.items()
         where = f"{path}: stages[{i}] ({sname})"
         cls = stage_class(sname, where=f"{path}: stages[{i}]")
-        config = build(cls.Config, cfg, where=where)
+        with _shared_hint(unexpanded["stages"][i], subs["shared"]):
+            config = build(cls.Config, cfg, where=where)
         if only is not None and issubclass(cls, GlobalStage):
             raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
-        stages.append(StageSpec(name=sname, cls=cls, config=config, index=i,
+        stages.append(StageSpec(name=instance or sname, cls=cls, config=config, index=i,
                                 sources=frozenset(only) if only is not None else None))
     if len({s.name for s in stages}) != len(stages):
         dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
-        raise SpecError(f"{path}: stage(s) {dup} appear more than once; each stage may run once per job")
+        raise SpecError(f"{path}: stage name(s) {dup} appear more than once; to run a stage kind twice give each "
+                        "entry its own name: '- {stage: quality, name: quality_web, sources: [web], config: {..}}'")
 
     from datapipe.shards import ShardOptions
 
@@ -385,6 +404,32 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
                   stages=tuple(stages), execution=execution, output_options=output_options, shards=shards)
     check_chain(job)
     return job
+
+
+_INSTANCE_NAME = re.compile(r"[a-z][a-z0-9_]*")
+
+
+def _long_form(entry: dict, path: Path, i: int, names: set[str]) -> tuple[list[str] | None, str | None]:
+    """Check a long-form stage entry; its ``sources`` list (None: every source) and
+    instance ``name`` (None: the kind's name)."""
+    bad = set(entry) - {"stage", "name", "sources", "config"}
+    if bad:
+        raise SpecError(f"{path}: stages[{i}]: unknown key(s) {sorted(bad)}; the long form takes "
+                        "'stage', 'name', 'sources' and 'config'")
+    if not isinstance(entry["stage"], str):
+        raise SpecError(f"{path}: stages[{i}]: 'stage' must be a stage name, got {entry['stage']!r}")
+    only = entry.get("sources")
+    if only is not None or "name" not in entry:
+        if not isinstance(only, list) or not only or not all(isinstance(x, str) for x in only):
+            raise SpecError(f"{path}: stages[{i}]: 'sources' must be a non-empty list of source names")
+        unknown = sorted(set(only) - names)
+        if unknown:
+            raise SpecError(f"{path}: stages[{i}]: unknown source(s) {unknown}; sources are {sorted(names)}")
+    instance = entry.get("name")
+    if instance is not None and not (isinstance(instance, str) and _INSTANCE_NAME.fullmatch(instance)):
+        raise SpecError(f"{path}: stages[{i}]: 'name' must be lower-case letters, digits and '_' "
+                        f"(it prefixes reject reasons, e.g. quality_web:low_score), got {instance!r}")
+    return only, instance
 
 
 def _check_output_is_safe(out: Path, spec_dir: Path, sources: list[SourceSpec], path: Path) -> None:

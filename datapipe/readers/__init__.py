@@ -11,7 +11,9 @@ from datapipe.errors import SpecError
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.files import HtmlReader, TextReader
 from datapipe.readers.jsonl import JsonlReader
+from datapipe.readers.mediawiki import MediaWikiReader
 from datapipe.readers.parquet import ParquetReader
+from datapipe.readers.stackexchange import StackExchangeReader
 from datapipe.readers.warc import WarcReader
 
 READERS: dict[str, type[Reader]] = {
@@ -20,6 +22,8 @@ READERS: dict[str, type[Reader]] = {
     "text": TextReader,
     "html": HtmlReader,
     "warc": WarcReader,
+    "mediawiki": MediaWikiReader,
+    "stackexchange": StackExchangeReader,
 }
 
 __all__ = ["READERS", "InputFile", "ReadSplit", "Reader", "reader_for"]

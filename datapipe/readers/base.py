@@ -24,6 +24,7 @@ Bad input is data:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 import zlib
@@ -65,6 +66,9 @@ class KeyOptions:
     text_key: str = "text"
     id_key: str | None = None
     url_key: str | None = None
+    #: record fields kept as a JSON object in the ``metadata`` column: a list of field
+    #: names (dotted paths allowed), ``"all"`` (every field but the text), or None
+    metadata: tuple[str, ...] | str | None = None
 
     def __post_init__(self) -> None:
         for name, optional in (("text_key", False), ("id_key", True), ("url_key", True)):
@@ -74,6 +78,25 @@ class KeyOptions:
             if not isinstance(value, str) or not value:
                 raise SpecError(f"option {name} must be a non-empty string (a JSON key or a dotted "
                                 f"path like 'meta.url'), got {value!r}")
+        meta = self.metadata
+        if isinstance(meta, list):
+            meta = tuple(meta)
+            object.__setattr__(self, "metadata", meta)
+        if not (meta is None or meta == "all"
+                or (isinstance(meta, tuple) and meta and all(isinstance(k, str) and k for k in meta))):
+            raise SpecError(f"option metadata must be a list of field names, 'all', or null, got {meta!r}")
+
+
+def metadata_json(record: Mapping[str, Any], keep: tuple[str, ...] | str | None, text_key: str, get) -> str | None:
+    """The JSON object (keys sorted) of the fields ``keep`` names in ``record``; ``get``
+    looks a (dotted) key up. Values JSON cannot hold are written as strings."""
+    if keep is None:
+        return None
+    if keep == "all":
+        fields = {k: v for k, v in record.items() if k != text_key}
+    else:
+        fields = {k: get(record, k) for k in keep}
+    return json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
 
 
 @dataclass(frozen=True)
@@ -119,6 +142,8 @@ class Rec(NamedTuple):
     url: str | None = None
     reason: str | None = None  # rule name without "read:"; None = a document
     detail: str | None = None
+    source_id: str | None = None  # the record's own id in its corpus
+    metadata: str | None = None  # JSON object of the fields options.metadata keeps
 
 
 def reject(key: str, origin: str, reason: str, detail: str) -> Rec:
@@ -177,6 +202,8 @@ class _Rows:
                 origins=[r.origin for r in recs],
                 reject_reasons=[None if r.reason is None else f"read:{r.reason}" for r in recs],
                 reject_details=[r.detail for r in recs],
+                source_ids=[r.source_id for r in recs],
+                metadata=[r.metadata for r in recs],
             )
         # Texts handed over as UTF-8 bytes (whole text files): build the column from the
         # bytes (one copy, validated by Arrow's cast) rather than from Python strings.
@@ -190,10 +217,12 @@ def _sanitized(r: Rec) -> Rec:
     url = None if r.url is None else safe_str(r.url)
     origin = safe_str(r.origin)
     detail = None if r.detail is None else safe_str(r.detail)
+    source_id = None if r.source_id is None else safe_str(r.source_id)
+    metadata = None if r.metadata is None else safe_str(r.metadata)
     if isinstance(r.text, str) and safe_str(r.text) is not r.text:
         return Rec(r.key, origin, url=url, reason="invalid_utf8",
-                   detail="text holds a lone surrogate (invalid Unicode escape)")
-    return r._replace(url=url, origin=origin, detail=detail)
+                   detail="text holds a lone surrogate (invalid Unicode escape)", source_id=source_id)
+    return r._replace(url=url, origin=origin, detail=detail, source_id=source_id, metadata=metadata)
 
 
 def _coerce_options(cls: type, options: Any, fmt: str) -> Any:

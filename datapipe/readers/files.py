@@ -17,15 +17,24 @@ from typing import Iterator
 from datapipe.errors import SpecError
 from datapipe.readers._streams import FileCorrupt, compression_of, open_binary, read_upto
 from datapipe.readers.base import InputFile, Rec, Reader, reject
+from datapipe.readers.textsplit import check_split_options, read_split_file
 
 
 @dataclass(kw_only=True, frozen=True)
 class TextOptions:
     """``encoding``: how file bytes become text (``utf-8`` by default). Bytes that are
     not valid in that encoding make the file a ``read:invalid_utf8`` (or
-    ``read:invalid_encoding``) reject rather than text with replacement characters."""
+    ``read:invalid_encoding``) reject rather than text with replacement characters.
+    ``split``/``pattern``/``max_chars``: one file as many documents
+    (:mod:`datapipe.readers.textsplit`)."""
 
     encoding: str = "utf-8"
+    #: cut the file into many documents: paragraphs | lines | regex (see textsplit)
+    split: str | None = None
+    #: for split: regex, a line matching it starts a new document
+    pattern: str | None = None
+    #: with split: at most this many characters per document (0 = no limit)
+    max_chars: int = 0
 
     def __post_init__(self) -> None:
         try:
@@ -33,6 +42,7 @@ class TextOptions:
         except (LookupError, TypeError):
             raise SpecError(f"option encoding: unknown text encoding {self.encoding!r}; "
                             "use a Python codec name such as 'utf-8' or 'latin-1'") from None
+        check_split_options(self)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -68,6 +78,9 @@ class TextReader(_WholeFileReader):
     Options = TextOptions
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
+        if self.options.split is not None:
+            yield from read_split_file(self, f)
+            return
         data = self._payload(f)
         if isinstance(data, Rec):
             yield data

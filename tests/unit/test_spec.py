@@ -139,3 +139,18 @@ def test_cli_output_is_relative_to_the_working_directory(tmp_path, monkeypatch):
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
     assert load_job(spec, output="runs/x").output == str(elsewhere / "runs" / "x")
+
+
+def test_missing_shared_file_names_the_placeholder_and_the_variable(tmp_path, monkeypatch):
+    empty = tmp_path / "empty-shared"
+    empty.mkdir()
+    monkeypatch.setenv("DATAPIPE_SHARED", str(empty))
+    spec = _write(tmp_path, GOOD.replace("  - length: {min_chars: 5}",
+                                         '  - c4: {bad_words_path: "{shared}/lists/ldnoobw.txt"}'))
+    with pytest.raises(SpecError, match=r"\{shared\} = .*empty-shared, from \$DATAPIPE_SHARED") as err:
+        load_job(spec)
+    assert "bad_words_path" in str(err.value)
+    spec = _write(tmp_path, GOOD.replace("paths: [data/*.jsonl]", 'paths: ["{shared}/corpora/*.jsonl"]'))
+    monkeypatch.setenv("DATAPIPE_SHARED", str(tmp_path / "nowhere"))
+    with pytest.raises(SpecError, match="that folder does not exist"):
+        load_job(spec)

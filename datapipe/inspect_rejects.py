@@ -1,0 +1,214 @@
+"""``datapipe inspect OUTPUT``: what each rule dropped, with the part that triggered it.
+
+Tuning a threshold means reading examples of what it drops (datatrove's
+``inspect_data``, Data-Juicer's tracer). This samples rejected documents from a job's
+``rejects/`` output, filtered by ``--reason`` (``gopher_quality:stop_words``, or a
+stage prefix ``gopher_quality:``), ``--stage`` and ``--source``, and prints each with
+its ``reject_detail`` (the value that failed: a ratio, a word count, the language, the
+bad word, the repeated line, the kept duplicate's id). When the detail is a piece of the
+document's text (a bad word, a repeated line), the text is shown around it with the
+piece marked ``>>>like this<<<``; otherwise the document's beginning is shown.
+
+Without filters it lists the drop reasons by count, with a couple of examples each.
+
+Cost: the rejects' small columns (id, source, stage, reason, detail) are read in full to
+filter and count; the text is read only for the sampled rows, file by file. Sampling is
+seeded (``--seed``), so the same command shows the same documents.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from datapipe.errors import SpecError
+
+KEY_COLUMNS = ("id", "source", "reject_stage", "reject_reason", "reject_detail")
+_CONTEXT = 160
+
+
+@dataclass(frozen=True)
+class Example:
+    id: str
+    source: str
+    reason: str
+    detail: str | None
+    text: str | None
+    origin: str | None
+
+
+def reject_files(output: str | Path) -> list[Path]:
+    """The rejects files of a job output (Parquet, or JSONL when written so)."""
+    root = Path(output) / "rejects"
+    if not root.is_dir():
+        raise SpecError(f"{output} has no rejects/ folder: give the output folder of a `datapipe run` "
+                        "(the spec's 'output', e.g. runs/sample)")
+    files = sorted(p for p in root.rglob("*") if p.is_file() and (p.suffix == ".parquet" or ".jsonl" in p.name))
+    return files
+
+
+def _read(path: Path, columns: list[str] | None) -> pa.Table:
+    if path.suffix == ".parquet":
+        names = pq.read_schema(path).names
+        return pq.read_table(path, columns=[c for c in columns if c in names] if columns else None)
+    from datapipe.readers._streams import compression_of, open_binary
+
+    with open_binary(str(path), compression_of(str(path))) as fh:
+        rows = [json.loads(line) for line in fh if line.strip()]
+    if columns:
+        rows = [{c: r.get(c) for c in columns} for r in rows]
+    return pa.Table.from_pylist(rows)
+
+
+def _matches(table: pa.Table, *, reason: str | None, stage: str | None, source: str | None) -> pa.Array:
+    mask = pa.array([True] * table.num_rows)
+    if reason:
+        col = pc.fill_null(table.column("reject_reason"), "")
+        hit = pc.starts_with(col, reason) if reason.endswith(":") else pc.equal(col, reason)
+        mask = pc.and_(mask, hit)
+    if stage:
+        mask = pc.and_(mask, pc.equal(pc.fill_null(table.column("reject_stage"), ""), stage))
+    if source:
+        mask = pc.and_(mask, pc.equal(table.column("source"), source))
+    return mask
+
+
+def find(output: str | Path, *, reason: str | None = None, stage: str | None = None, source: str | None = None,
+         n: int = 5, seed: int = 0) -> tuple[dict[str, int], list[Example]]:
+    """Counts of matching rejects by reason, and ``n`` sampled examples (seeded)."""
+    files = reject_files(output)
+    hits: list[tuple[int, int]] = []         # (file index, row)
+    counts: dict[str, int] = {}
+    for i, path in enumerate(files):
+        t = _read(path, list(KEY_COLUMNS))
+        if t.num_rows == 0:
+            continue
+        rows = pc.indices_nonzero(_matches(t, reason=reason, stage=stage, source=source)).to_pylist()
+        reasons = t.column("reject_reason").to_pylist()
+        for r in rows:
+            counts[reasons[r]] = counts.get(reasons[r], 0) + 1
+        hits.extend((i, r) for r in rows)
+    chosen = sorted(random.Random(seed).sample(hits, min(n, len(hits))))
+    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))), list(_load(files, chosen))
+
+
+def _load(files: list[Path], chosen: list[tuple[int, int]]) -> Iterator[Example]:
+    by_file: dict[int, list[int]] = {}
+    for i, r in chosen:
+        by_file.setdefault(i, []).append(r)
+    for i, rows in sorted(by_file.items()):
+        t = _read(files[i], list(KEY_COLUMNS) + ["text", "origin"]).take(pa.array(rows))
+        for row in t.to_pylist():
+            yield Example(id=row["id"], source=row["source"], reason=row["reject_reason"],
+                          detail=row.get("reject_detail"), text=row.get("text"), origin=row.get("origin"))
+
+
+def excerpt(text: str | None, detail: str | None, width: int = _CONTEXT) -> str:
+    """The part of ``text`` the rule pointed at: around ``detail`` when it is a piece of
+    the text (marked ``>>> <<<``), else the beginning."""
+    if not text:
+        return "(no text)"
+    if detail and len(detail) >= 2 and not _is_number(detail):
+        pos = text.find(detail)
+        if pos < 0:
+            pos = text.lower().find(detail.lower())
+        if pos >= 0:
+            a, b = max(0, pos - width), min(len(text), pos + len(detail) + width)
+            return (("..." if a else "") + text[a:pos] + ">>>" + text[pos:pos + len(detail)] + "<<<"
+                    + text[pos + len(detail):b] + ("..." if b < len(text) else ""))
+    head = text[: 2 * width]
+    return head + ("..." if len(text) > len(head) else "")
+
+
+def _is_number(s: str) -> bool:
+    try:
+        float(s)
+        return True
+    except ValueError:
+        return False
+
+
+def examples_by_reason(output: str | Path, *, top: int = 5, per_reason: int = 2, seed: int = 0) -> dict[str, list[Example]]:
+    """A few examples for each of the ``top`` drop reasons (for reports)."""
+    counts, _ = find(output, n=0, seed=seed)
+    return {reason: find(output, reason=reason, n=per_reason, seed=seed)[1] for reason in list(counts)[:top]}
+
+
+def drop_examples(output: str | Path, *, top: int = 5, per_reason: int = 2, width: int = 100) -> dict[str, list[dict]]:
+    """For the run report: the ``top`` drop reasons' first examples (seeded sample) with
+    id, source, detail and the excerpt that shows what triggered the rule. Empty when
+    the output has no rejects."""
+    if not (Path(output) / "rejects").is_dir():
+        return {}
+    return {reason: [{"id": ex.id, "source": ex.source, "detail": ex.detail,
+                      "excerpt": excerpt(ex.text, ex.detail, width)} for ex in exs]
+            for reason, exs in examples_by_reason(output, top=top, per_reason=per_reason).items()}
+
+
+def examples_markdown(examples: dict[str, list[dict]]) -> str:
+    """The report.md section for :func:`drop_examples`."""
+    if not examples:
+        return ""
+    lines = ["", "## Examples of dropped documents", "",
+             "(more with `datapipe inspect <output> --reason <reason>`)"]
+    for reason, exs in examples.items():
+        lines += ["", f"### {reason}", ""]
+        for ex in exs:
+            text = " ".join(ex["excerpt"].split())
+            lines.append(f"- `{ex['id']}` [{ex['source']}]" + (f" detail `{ex['detail']}`" if ex["detail"] else "")
+                         + f": {text}")
+    return "\n".join(lines) + "\n"
+
+
+def render(counts: dict[str, int], examples: list[Example], *, filtered: bool) -> str:
+    lines = []
+    if not counts:
+        return "no rejected documents match"
+    if filtered and len(counts) == 1:
+        (reason, total), = counts.items()
+        lines.append(f"{reason}: {total} rejected; {len(examples)} shown")
+    else:
+        lines.append(f"{sum(counts.values())} rejected documents match:")
+        lines.extend(f"  {n:>8}  {r}" for r, n in counts.items())
+    for ex in examples:
+        lines.append("")
+        lines.append(f"--- {ex.id}  [{ex.source}]  {ex.reason}" + (f"  detail: {ex.detail}" if ex.detail else ""))
+        if ex.origin:
+            lines.append(f"    from {ex.origin}")
+        lines.append(excerpt(ex.text, ex.detail))
+    return "\n".join(lines)
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    filtered = bool(args.reason or args.stage or args.source)
+    if filtered:
+        counts, examples = find(args.output, reason=args.reason, stage=args.stage, source=args.source,
+                                n=args.n, seed=args.seed)
+        print(render(counts, examples, filtered=True))
+        return 0
+    counts, _ = find(args.output, n=0)
+    print(render(counts, [], filtered=False))
+    for reason, exs in examples_by_reason(args.output, top=args.top, per_reason=args.n, seed=args.seed).items():
+        print(f"\n## {reason} ({counts[reason]})")
+        print(render({reason: counts[reason]}, exs, filtered=True).split("\n", 1)[1] if exs else "")
+    return 0
+
+
+def add_cli(sub) -> None:
+    p = sub.add_parser("inspect", help="sample rejected documents of a job output, with what triggered the rule")
+    p.add_argument("output", help="a job's output folder (e.g. runs/sample)")
+    p.add_argument("--reason", help="a drop reason (gopher_quality:stop_words) or a stage prefix (gopher_quality:)")
+    p.add_argument("--stage", help="the stage (instance) name that dropped them")
+    p.add_argument("--source", help="only this source")
+    p.add_argument("-n", type=int, default=5, help="examples to show (per reason without filters; default 5)")
+    p.add_argument("--top", type=int, default=5, help="without filters: reasons to show examples for")
+    p.add_argument("--seed", type=int, default=0, help="sampling seed (same seed, same examples)")
+    p.set_defaults(func=_cmd_inspect)

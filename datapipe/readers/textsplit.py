@@ -1,0 +1,176 @@
+"""Cutting one long text file into many documents: the ``split:`` option of ``text`` sources.
+
+A plain-text corpus is often one file holding many documents (WikiText, a book
+collection, a log of posts); whole, it is one multi-megabyte document that length
+filters drop. ``split`` says where documents end:
+
+* ``paragraphs`` – at blank lines;
+* ``lines`` – at every line break (blank lines are skipped);
+* ``regex`` – a new document starts at each line matching ``pattern`` (``re.search``;
+  anchor with ``^``/``$``), e.g. ``'^ = [^=].* = $'`` for WikiText article titles. Text
+  before the first match is a document of its own.
+
+``max_chars`` (0 = no limit) caps a document's length: with ``paragraphs`` and ``lines``
+consecutive pieces are packed together up to it; any piece longer than it (and a
+``regex`` section, which is never merged with the next) is cut at paragraph boundaries,
+then line boundaries, and only a single longer line at the character limit.
+
+The file is streamed line by line: memory holds one document. A document's key and
+origin are ``<relative path>:<first line number>`` (1-based), so ids do not depend on
+where other documents end.
+"""
+
+from __future__ import annotations
+
+import codecs
+import io
+import re
+from typing import Iterable, Iterator
+
+from datapipe.errors import SpecError
+from datapipe.readers._streams import compression_of, open_binary
+from datapipe.readers.base import Rec, reject
+
+SPLITS = ("paragraphs", "lines", "regex")
+
+
+def check_split_options(opts) -> None:
+    """Validate a text source's ``split``/``pattern``/``max_chars`` options."""
+    if opts.split is not None and opts.split not in SPLITS:
+        raise SpecError(f"option split must be one of {list(SPLITS)} (or null: one document per file), got {opts.split!r}")
+    if opts.split == "regex":
+        if not isinstance(opts.pattern, str) or not opts.pattern:
+            raise SpecError("option split: regex needs 'pattern', a regular expression matching the line that "
+                            "starts each document, e.g. '^ = [^=].* = $'")
+        try:
+            re.compile(opts.pattern)
+        except re.error as exc:
+            raise SpecError(f"option pattern {opts.pattern!r} is not a valid regular expression: {exc}") from None
+    elif opts.pattern is not None:
+        raise SpecError("option pattern is only used with split: regex; remove it or set split: regex")
+    if not isinstance(opts.max_chars, int) or opts.max_chars < 0:
+        raise SpecError(f"option max_chars must be an integer >= 0 (0 = no limit), got {opts.max_chars!r}")
+    if opts.max_chars and opts.split is None:
+        raise SpecError("option max_chars needs split (paragraphs, lines or regex)")
+
+
+def _sections(lines: Iterable[str], split: str, pattern: re.Pattern | None) -> Iterator[tuple[int, list[str]]]:
+    """``(first line number, lines)`` of each piece, blank edges trimmed, blank pieces dropped."""
+    buf: list[str] = []
+    first = 0
+    for no, line in enumerate(lines, 1):
+        line = line.rstrip("\r\n")
+        if split == "lines":
+            if line.strip():
+                yield no, [line]
+            continue
+        blank = not line.strip()
+        if split == "paragraphs" and blank:
+            if buf:
+                yield first, buf
+            buf = []
+            continue
+        if split == "regex" and pattern.search(line):
+            if any(x.strip() for x in buf):
+                yield first, buf
+            buf = []
+        if not buf:
+            first = no
+        buf.append(line)
+    if any(x.strip() for x in buf):
+        yield first, buf
+
+
+def _trim(first: int, lines: list[str]) -> tuple[int, list[str]]:
+    while lines and not lines[0].strip():
+        lines = lines[1:]
+        first += 1
+    while lines and not lines[-1].strip():
+        lines = lines[:-1]
+    return first, lines
+
+
+def _cut(first: int, lines: list[str], max_chars: int) -> Iterator[tuple[int, str]]:
+    """A section longer than ``max_chars`` as chunks cut at paragraph, then line, boundaries."""
+    chunk: list[str] = []
+    start, size = first, 0
+    para_end = None  # index in chunk after the last blank line
+    for i, line in enumerate(lines):
+        no = first + i
+        while len(line) > max_chars:   # one line longer than the limit: hard cut
+            if chunk:
+                yield start, "\n".join(chunk).strip()
+                chunk, size, para_end = [], 0, None
+            yield no, line[:max_chars]
+            line = line[max_chars:]
+        if size + len(line) + 1 > max_chars and chunk:
+            cut = para_end if para_end else len(chunk)
+            text = "\n".join(chunk[:cut]).strip()
+            if text:
+                yield start, text
+            chunk = chunk[cut:]
+            start = no - len(chunk)
+            size = sum(len(x) + 1 for x in chunk)
+            para_end = None
+        if not chunk:
+            start = no
+        chunk.append(line)
+        size += len(line) + 1
+        if not line.strip():
+            para_end = len(chunk)
+    text = "\n".join(chunk).strip()
+    if text:
+        yield start, text
+
+
+def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
+               max_chars: int = 0) -> Iterator[tuple[int, str]]:
+    """``(first line number, text)`` for each document of a file's lines."""
+    rx = re.compile(pattern) if split == "regex" else None
+    packed: list[str] = []
+    packed_first, packed_size = 0, 0
+    joiner = "\n\n" if split == "paragraphs" else "\n"
+    for first, lines_ in _sections(lines, split, rx):
+        first, lines_ = _trim(first, lines_)
+        text = "\n".join(lines_)
+        if max_chars and len(text) > max_chars:
+            if packed:
+                yield packed_first, joiner.join(packed)
+                packed, packed_size = [], 0
+            yield from _cut(first, lines_, max_chars)
+        elif max_chars and split != "regex":
+            if packed and packed_size + len(joiner) + len(text) > max_chars:
+                yield packed_first, joiner.join(packed)
+                packed, packed_size = [], 0
+            if not packed:
+                packed_first = first
+            packed.append(text)
+            packed_size += len(text) + (len(joiner) if packed_size else 0)
+        else:
+            yield first, text
+    if packed:
+        yield packed_first, joiner.join(packed)
+
+
+def read_split_file(reader, f) -> Iterator:
+    """The documents of text file ``f`` cut as ``reader.options`` says (streamed); a
+    byte sequence invalid in the encoding ends the file with a reject for the rest."""
+    opts = reader.options
+    enc = opts.encoding
+    utf8 = codecs.lookup(enc).name == "utf-8"
+    limit = reader.max_doc_bytes
+    last = 0
+    with open_binary(f.path, compression_of(f.path)) as fh:
+        lines = io.TextIOWrapper(fh, encoding="utf-8-sig" if utf8 else enc, errors="strict", newline="")
+        try:
+            for first, text in split_text(lines, split=opts.split, pattern=opts.pattern, max_chars=opts.max_chars):
+                last = first
+                loc = f"{f.rel}:{first}"
+                if len(text.encode("utf-8")) > limit:
+                    yield reject(loc, loc, "too_large", reader._too_large(len(text.encode("utf-8"))))
+                else:
+                    yield Rec(loc, loc, text=text)
+        except UnicodeDecodeError as exc:
+            loc = f"{f.rel}:{last}!decode"
+            yield reject(loc, loc, "invalid_utf8" if utf8 else "invalid_encoding",
+                         f"{enc}: {exc.reason} after line {last}; the rest of the file is not read")
