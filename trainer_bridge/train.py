@@ -289,13 +289,13 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
                total_steps=total)
 
 
-def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_after_step: int | None = None,
-          kill_in_save: int | None = None) -> list[dict[str, Any]]:
+def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int | None = None
+          ) -> list[dict[str, Any]]:
     """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks).
 
-    ``resume_hint`` is the command line the stop message tells the user to run again; the
-    ``kill_*`` arguments are fault injection for tests (SIGKILL after a step, once its
-    checkpoint is complete; or while step ``kill_in_save``'s save is being written)."""
+    ``resume_hint`` is the command line the stop message tells the user to run again;
+    ``kill_in_save`` is fault injection for tests (SIGKILL right after step ``kill_in_save``'s
+    save has started, so an async save is interrupted in flight)."""
     d = init_distributed(cfg)
     r = build(cfg, d)
     model, opt, sched, loader, T = r.model, r.opt, r.sched, r.loader, r.plan.seq_len
@@ -363,10 +363,6 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_after_step: 
                     os.kill(os.getpid(), signal.SIGKILL)
             elif ckpt:
                 ckpt.poll()
-            if kill_after_step == step:
-                if ckpt:
-                    ckpt.wait()
-                os.kill(os.getpid(), signal.SIGKILL)
             if stopping:
                 break
         if ckpt:
@@ -530,7 +526,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--config", required=True, help="trainer YAML (e.g. trainer_bridge/configs/sample.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted for the model: model.dim=128); repeatable")
-    p.add_argument("--kill-after-step", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--kill-in-save", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING,
@@ -538,8 +533,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         again = [f"--set {shlex.quote(o)}" for o in args.set if o.partition("=")[0].strip() not in ("resume_from", "skip")]
         hint = " ".join(["<the same launcher> -m trainer_bridge.train --config", shlex.quote(args.config), *again])
-        train(load_config(args.config, args.set), resume_hint=hint, kill_after_step=args.kill_after_step,
-              kill_in_save=args.kill_in_save)
+        train(load_config(args.config, args.set), resume_hint=hint, kill_in_save=args.kill_in_save)
     except DatapipeError as e:  # a user mistake: say what to change, no traceback
         print(f"error: {e}", file=sys.stderr)
         if dist.is_initialized():

@@ -11,6 +11,7 @@ import pytest
 from shard_helper import write_mix, write_text_sources
 
 from datapipe.errors import SpecError
+from trainer_bridge import checkpoint
 from trainer_bridge.loader import LoaderConfig, MixLoader
 from trainer_bridge.mix import resolve_mix
 from trainer_bridge.order import SkipRanges
@@ -116,3 +117,16 @@ def test_spike_watch_names_the_step_and_its_samples():
     assert len(flagged) == 1 and flagged[0][0] == 8
     assert "SPIKE at step 8: loss 14 = 3.1x its median 4.5" in flagged[0][1]
     assert "global samples [56, 64)" in flagged[0][1] and "--set skip='[[56, 64]]'" in flagged[0][1]
+
+
+def test_only_marked_checkpoints_are_resumed_from(tmp_path):
+    for step, marked in ((2, True), (4, True), (6, False)):
+        (tmp_path / f"step-{step:08d}").mkdir()
+        if marked:
+            (tmp_path / f"step-{step:08d}" / checkpoint.MARKER).write_text("{}")
+    assert checkpoint.complete_steps(tmp_path) == [2, 4]
+    assert checkpoint.find(tmp_path, None) == tmp_path / "step-00000004"
+    assert checkpoint.find(tmp_path, 2) == tmp_path / "step-00000002"
+    with pytest.raises(SpecError, match=r"step-00000006 is not a complete checkpoint .* steps \[2, 4\]"):
+        checkpoint.find(tmp_path, 6)
+    assert checkpoint.find(tmp_path / "none", None) is None
