@@ -2,14 +2,15 @@
 async save (``dcp.async_save``: the step waits for the copy to CPU memory, a background
 thread writes), beside a run that does not checkpoint (the baseline, in the same run).
 
-    python bench/checkpoint.py                              # ~25 M params, CPU, one process
+    python bench/checkpoint.py                              # ~14 M params, CPU, one process
     python bench/checkpoint.py --dim 768 --layers 12 --every 5 --steps 40
 
 One process, gloo, CPU (on a CUDA machine: ``--device cuda``). Each mode trains the same
 model for ``--steps`` steps on random tokens and checkpoints every ``--every`` steps through
 ``trainer_bridge.checkpoint.Checkpointer``. "blocked" is the time the training loop spent
 inside checkpoint calls (the save call, plus waiting for the previous async save, plus the
-final wait); "step" is the mean wall time per step including that. Numbers on a shared
+final wait); "step" is the mean wall time per step including that (on a 2-core machine the
+background writer also competes with the step for CPU). Numbers on a shared
 machine move between runs; compare the columns within one run.
 """
 
@@ -65,8 +66,8 @@ def run(mode: str, args: argparse.Namespace, root: Path) -> dict:
             ck.poll()
         steps.append(time.perf_counter() - t0)
     tail = ck.wait() if ck else 0.0
-    size = sum(f.stat().st_size for f in (root / mode).rglob("*") if f.is_file()) if ck else 0
-    return {"mode": mode, "params": cfg.num_params(), "saves": saves, "ckpt_mb": size / 2**20,
+    size = sum(f.stat().st_size for f in (root / mode).rglob("*") if f.is_file()) / max(saves, 1)
+    return {"mode": mode, "params": cfg.num_params(), "saves": saves, "ckpt_mib": size / 2**20,
             "blocked_per_save": statistics.mean(blocked) if blocked else 0.0,
             "blocked_max": max(blocked, default=0.0), "final_wait": tail, "step_s": statistics.mean(steps),
             "total_s": sum(steps) + tail}
@@ -74,12 +75,12 @@ def run(mode: str, args: argparse.Namespace, root: Path) -> dict:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dim", type=int, default=512)
-    ap.add_argument("--layers", type=int, default=8)
+    ap.add_argument("--dim", type=int, default=384)
+    ap.add_argument("--layers", type=int, default=6)
     ap.add_argument("--vocab", type=int, default=8192)
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--batch", type=int, default=4)
-    ap.add_argument("--steps", type=int, default=24)
+    ap.add_argument("--steps", type=int, default=16)
     ap.add_argument("--every", type=int, default=4)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
@@ -96,7 +97,7 @@ def main() -> None:
     finally:
         dist.destroy_process_group()
     base = rows[0]["step_s"]
-    print(f"model {rows[0]['params'] / 1e6:.1f} M params, checkpoint {rows[1]['ckpt_mb']:.0f} MiB "
+    print(f"model {rows[0]['params'] / 1e6:.1f} M params, checkpoint {rows[1]['ckpt_mib']:.0f} MiB "
           f"(model + AdamW state), {args.steps} steps, a save every {args.every}, device {args.device}")
     print(f"| mode | step waits per save (s) | max (s) | final wait (s) | mean step (s) | vs no checkpoint | total (s) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
