@@ -456,9 +456,9 @@ class _SpikeWatch:
     def message(row: dict[str, Any], jumped: list[str], ckpt_dir: str | None) -> str:
         lo, hi = row["samples"]
         before = [s for s in checkpoint.complete_steps(ckpt_dir) if s < row["step"]]
-        where = f"--set resume_from={before[-1]}" if before else "a checkpoint from before this step"
+        where = f"--set resume_from={before[-1]}" if before else "--set resume_from=<a checkpoint before this step>"
         return (f"SPIKE at step {row['step']}: {'; '.join(jumped)}. The step read global samples [{lo}, {hi}); "
-                f"to skip them, resume from {where} with --set skip='[[{lo}, {hi}]]' (docs/trainer.md: recovery)")
+                f"to skip them, resume with {where} --set skip='[[{lo}, {hi}]]' (docs/trainer.md: recovery)")
 
 
 class _StepLog:
