@@ -4,19 +4,37 @@ One checkpoint is a DCP directory ``<ckpt_dir>/step-<NNNNNNNN>/`` holding
 
 * ``model`` / ``optim``: sharded state dicts from ``get_state_dict`` (every rank writes its
   shards; DCP reshards on load, so a checkpoint also loads on another dp x tp layout),
-* ``train``: step, LR-scheduler state and the loader state (plan hash + samples committed),
+* ``train``: step, LR-scheduler state and the loader state (plan hash, cursor, skip ranges),
 * ``rng``: torch CPU (and CUDA) generator states. The trainer seeds every rank alike and
   draws no per-rank randomness, so rank 0's states are the ones saved and restored.
 
-Commit last: DCP writes into ``step-N.tmp``; after every rank has finished, rank 0 renames
-it to ``step-N``. A run killed mid-save leaves only a ``.tmp`` that :func:`latest` ignores.
+**Complete means marked.** A checkpoint counts only once its marker file ``_COMPLETE`` exists.
+Rank 0 writes it (atomically: temp file + rename) after DCP's save has returned there, which
+happens only after every rank's shards and the metadata are written. A run killed mid-save,
+sync or async, leaves a directory without the marker: :func:`latest` ignores it and
+:func:`rollback` deletes it.
+
+**Async saves** (:class:`Checkpointer` with ``async_save=True``): ``dcp.async_save`` copies the
+state to CPU memory (the step waits for that copy only), then a background thread writes it
+over a dedicated gloo process group, so the training loop's collectives never interleave with
+the writer's. At most one save is in flight: the next save, the end of the run and a stop
+signal wait for it; the marker is written when it has finished.
+
+**Rollback.** Resuming from an older checkpoint than the newest (``resume_from``, typically
+to skip a bad data range) abandons the checkpoints after it: :func:`rollback` moves them
+into ``<ckpt_dir>/abandoned-after-step-<N>[-k]/`` so a later resume cannot pick a checkpoint of the
+abandoned branch.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import re
 import shutil
+import time
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +43,12 @@ import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from datapipe.errors import SpecError
 from trainer_bridge.loader import MixLoader
 
 log = logging.getLogger(__name__)
 
+MARKER = "_COMPLETE"
 _STEP_DIR = re.compile(r"^step-(\d{8})$")
 
 
@@ -36,12 +56,74 @@ def step_dir(ckpt_dir: str | Path, step: int) -> Path:
     return Path(ckpt_dir) / f"step-{step:08d}"
 
 
-def latest(ckpt_dir: str | Path | None) -> Path | None:
-    """The committed checkpoint with the highest step, or None."""
+def is_complete(path: str | Path) -> bool:
+    return (Path(path) / MARKER).is_file()
+
+
+def _step_dirs(ckpt_dir: str | Path | None) -> list[tuple[int, Path]]:
     if ckpt_dir is None or not Path(ckpt_dir).is_dir():
-        return None
-    found = [(int(m.group(1)), p) for p in Path(ckpt_dir).iterdir() if (m := _STEP_DIR.match(p.name)) and p.is_dir()]
-    return max(found)[1] if found else None
+        return []
+    return sorted((int(m.group(1)), p) for p in Path(ckpt_dir).iterdir() if (m := _STEP_DIR.match(p.name))
+                  and p.is_dir())
+
+
+def complete_steps(ckpt_dir: str | Path | None) -> list[int]:
+    """Steps of the complete checkpoints in ``ckpt_dir``, ascending."""
+    return [s for s, p in _step_dirs(ckpt_dir) if is_complete(p)]
+
+
+def latest(ckpt_dir: str | Path | None) -> Path | None:
+    """The complete checkpoint with the highest step, or None."""
+    steps = complete_steps(ckpt_dir)
+    return step_dir(ckpt_dir, steps[-1]) if steps else None  # type: ignore[arg-type]
+
+
+def find(ckpt_dir: str | Path | None, resume_from: int | str | None) -> Path | None:
+    """The checkpoint a run starts from: ``resume_from`` (a step in ``ckpt_dir`` or a
+    checkpoint path) when given, else the newest complete one in ``ckpt_dir`` (None: a fresh run)."""
+    if resume_from is None:
+        return latest(ckpt_dir)
+    if isinstance(resume_from, int):
+        if ckpt_dir is None:
+            raise SpecError(f"resume_from: {resume_from} is a step number, which needs ckpt_dir; "
+                            "give a checkpoint path instead")
+        path = step_dir(ckpt_dir, resume_from)
+    else:
+        path = Path(resume_from)
+    if not is_complete(path):
+        raise SpecError(f"resume_from: {path} is not a complete checkpoint (no {MARKER} marker); complete "
+                        f"checkpoints in {ckpt_dir}: steps {complete_steps(ckpt_dir) or 'none'}")
+    return path
+
+
+def rollback(ckpt_dir: str | Path, step: int) -> None:
+    """Make ``ckpt_dir`` consistent with a run continuing after ``step`` (collective).
+
+    Incomplete checkpoints are deleted; complete ones after ``step`` belong to an abandoned
+    branch and are moved into ``abandoned-after-step-<step>[-k]/`` (kept for inspection, never
+    resumed from)."""
+    if dist.get_rank() == 0:
+        moved = None
+        for s, path in _step_dirs(ckpt_dir):
+            if not is_complete(path):
+                shutil.rmtree(path)
+                log.info("removed incomplete checkpoint %s", path)
+            elif s > step:
+                if moved is None:
+                    moved = _fresh_dir(Path(ckpt_dir) / f"abandoned-after-step-{step:08d}")
+                path.rename(moved / path.name)
+        if moved is not None:
+            log.warning("resumed at step %d: later checkpoints moved to %s", step, moved)
+    dist.barrier()
+
+
+def _fresh_dir(base: Path) -> Path:
+    path, k = base, 1
+    while path.exists():
+        k += 1
+        path = base.with_name(f"{base.name}-{k}")
+    path.mkdir(parents=True)
+    return path
 
 
 def _rng_state() -> dict[str, torch.Tensor]:
@@ -58,30 +140,73 @@ def _state(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: 
             "train": {"step": step, "scheduler": scheduler.state_dict(), "loader": loader.state_dict()}}
 
 
-def save(ckpt_dir: str | Path, *, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer,
-         scheduler: Any, loader: MixLoader) -> Path:
-    """Write checkpoint ``step`` (collective: every rank calls it)."""
-    final = step_dir(ckpt_dir, step)
-    tmp = final.with_name(final.name + ".tmp")
-    rank = dist.get_rank()
-    if rank == 0:
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-    dist.barrier()
-    dcp.save(_state(model, optimizer, scheduler, step, loader), checkpoint_id=str(tmp))
-    dist.barrier()
-    if rank == 0:
-        if final.exists():
-            shutil.rmtree(final)
-        tmp.rename(final)
-    dist.barrier()
-    log.info("saved checkpoint %s", final)
-    return final
+class Checkpointer:
+    """Saves checkpoints of one run into ``ckpt_dir``; every rank holds one and calls each
+    method at the same point of the loop (they are collective)."""
+
+    def __init__(self, ckpt_dir: str | Path, *, async_save: bool) -> None:
+        self.dir = Path(ckpt_dir)
+        self.async_save = async_save
+        # The writer thread's collectives get their own group, apart from the training loop's.
+        self._group = dist.new_group(backend="gloo") if async_save else None
+        self._inflight: tuple[int, Path, dict, Future] | None = None
+
+    def save(self, step: int, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
+             loader: MixLoader) -> float:
+        """Start (async) or write (sync) checkpoint ``step``; returns the seconds the caller was
+        blocked (waiting for the previous save, staging, or the whole write when sync)."""
+        t0 = time.perf_counter()
+        self.wait()
+        path = step_dir(self.dir, step)
+        if dist.get_rank() == 0:
+            shutil.rmtree(path, ignore_errors=True)
+            path.mkdir(parents=True)
+        dist.barrier()
+        state = _state(model, optimizer, scheduler, step, loader)
+        info = {"step": step, "loader": state["train"]["loader"]}
+        if self.async_save:
+            fut = dcp.async_save(state, checkpoint_id=str(path), process_group=self._group)
+            self._inflight = (step, path, info, fut)
+        else:
+            dcp.save(state, checkpoint_id=str(path))
+            self._commit(path, info)
+        return time.perf_counter() - t0
+
+    @property
+    def in_flight(self) -> int | None:
+        """The step of the save being written in the background, if any."""
+        return self._inflight[0] if self._inflight else None
+
+    def poll(self) -> None:
+        """Commit the in-flight save if it has finished on this rank (never blocks)."""
+        if self._inflight and self._inflight[3].done():
+            self.wait()
+
+    def wait(self) -> float:
+        """Block until the in-flight save (if any) is written, then commit it; returns seconds waited."""
+        if self._inflight is None:
+            return 0.0
+        t0 = time.perf_counter()
+        _, path, info, fut = self._inflight
+        self._inflight = None
+        fut.result()  # re-raises a failed write
+        self._commit(path, info)
+        return time.perf_counter() - t0
+
+    def _commit(self, path: Path, info: dict) -> None:
+        """Rank 0 writes the marker: its save has returned, so every rank's shards and the
+        metadata are on disk (DCP's coordinator finishes after gathering all ranks' writes)."""
+        if dist.get_rank() == 0:
+            tmp = path / (MARKER + ".tmp")
+            tmp.write_text(json.dumps({**info, "time": time.time()}) + "\n", encoding="utf-8")
+            os.replace(tmp, path / MARKER)
+            log.info("checkpoint %s complete", path)
 
 
 def load(path: str | Path, *, model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any,
          loader: MixLoader) -> int:
-    """Restore everything :func:`save` wrote into live objects; returns the step to continue after.
+    """Restore everything a :class:`Checkpointer` wrote into live objects; returns the step to
+    continue after.
 
     A loader state from another mix plan raises (see ``MixLoader.load_state_dict``) before any
     training happens.

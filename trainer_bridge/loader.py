@@ -3,13 +3,16 @@
 Contract:
 
 * Step ``t`` of a run starting at cursor ``c`` covers global samples
-  ``[c + t*G, c + (t+1)*G)`` (``G = global_batch``). Rank ``r`` of ``W`` data-parallel ranks
-  gets the contiguous slice ``[r*G/W, (r+1)*G/W)`` of each global batch, so the global batch
-  (ranks' slices concatenated in rank order) does not depend on ``W``, nor on how many
-  prefetch threads read it, nor on how the trainer splits it into micro-batches.
-* State is ``{"plan_hash", "samples_committed"}``: the cursor after the last batch handed
-  out. Loading a state whose plan hash differs from this plan's is an error: the same cursor
-  would address different samples.
+  ``[c + t*G, c + (t+1)*G)`` (``G = global_batch``), minus the run's skip ranges: a global
+  batch is the next ``G`` samples that lie in no skip range (:class:`~trainer_bridge.order.SkipRanges`).
+  Rank ``r`` of ``W`` data-parallel ranks gets rows ``[r*G/W, (r+1)*G/W)`` of each global batch,
+  so the global batch (ranks' slices concatenated in rank order) does not depend on ``W``, nor
+  on how many prefetch threads read it, nor on how the trainer splits it into micro-batches.
+* State is ``{"plan_hash", "samples_committed", "skip"}``: the cursor (plan position after the
+  last batch handed out, skipped samples included) and the skip ranges. Loading a state whose
+  plan hash differs from this plan's is an error: the same cursor would address different
+  samples. :meth:`MixLoader.add_skip` adds ranges at or after the cursor (a resume that skips a
+  bad data range); they travel in the state from then on.
 * Each batch is a dict of CPU tensors: ``input_ids`` and ``labels`` (``[G/W, seq_len]``, int64;
   labels are inputs shifted by one), and ``position_ids`` when asked for (restarting at 0 after
   every EOS; see :func:`trainer_bridge.mix.position_ids`).
@@ -33,6 +36,7 @@ import torch
 
 from datapipe.errors import SpecError
 from trainer_bridge.mix import MixPlan, position_ids
+from trainer_bridge.order import SkipRanges
 from trainer_bridge.shards import HashCache, default_cache_path
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,7 @@ class MixLoader:
         self.plan = plan
         self.config = config
         self.samples_committed = 0
+        self.skip = SkipRanges()
         self._pending: collections.deque[tuple[int, Future]] = collections.deque()
         self._pool: ThreadPoolExecutor | None = None
         if config.verify:
@@ -85,7 +90,8 @@ class MixLoader:
 
     # -- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed)}
+        return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed),
+                "skip": self.skip.as_list()}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         if state.get("plan_hash") != self.plan.plan_hash:
@@ -97,19 +103,54 @@ class MixLoader:
         n = int(state["samples_committed"])
         if n < 0:
             raise SpecError(f"loader state: samples_committed {n} must be >= 0")
+        try:
+            skip = SkipRanges(state.get("skip") or ())
+        except ValueError as e:
+            raise SpecError(f"loader state: {e}") from None
         self._drop_pending()
         self.samples_committed = n
+        self.skip = skip
+
+    def add_skip(self, ranges: SkipRanges) -> None:
+        """Jump over ``ranges`` from now on. A range that starts before the cursor would
+        un-train samples already served: that is an error saying which checkpoint to resume
+        from instead."""
+        n = self.samples_committed
+        for r in ranges.ranges:
+            if self.skip.union(SkipRanges([r])).skipped_before(n) != self.skip.skipped_before(n):
+                raise SpecError(
+                    f"skip range {list(r)} starts before this checkpoint's cursor {n} (global samples "
+                    f"already trained on): resume from an earlier checkpoint (one whose cursor is <= {r[0]}), "
+                    f"or skip [{n}, {r[1]}) instead")
+        self._drop_pending()
+        self.skip = self.skip.union(ranges)
+
+    @property
+    def samples_skipped(self) -> int:
+        """Skipped samples the cursor has passed."""
+        return self.skip.skipped_before(self.samples_committed)
 
     # -- reading -------------------------------------------------------------------------
     @property
     def steps_left(self) -> int:
-        return max(0, (self.plan.total_samples - self.samples_committed) // self.config.global_batch)
+        kept = self.skip.kept_between(self.samples_committed, self.plan.total_samples)
+        return kept // self.config.global_batch
+
+    def step_range(self, cursor: int) -> tuple[int, int]:
+        """``[first, end)`` global samples spanned by the global batch starting at ``cursor``
+        (skipped samples inside it included): the range to skip to drop this batch."""
+        runs = self.skip.runs(cursor, self.config.global_batch)
+        return runs[0][0], runs[-1][0] + runs[-1][1]
 
     def batch_at(self, cursor: int) -> dict[str, torch.Tensor]:
         """This rank's slice of the global batch starting at global sample ``cursor``."""
         cfg = self.config
+        runs = self.skip.runs(self.skip.advance(cursor, cfg.rank * cfg.local_batch), cfg.local_batch)
         tokens = np.empty((cfg.local_batch, self.plan.seq_len + 1), dtype=np.int64)  # the copy widens
-        self.plan.read(cursor + cfg.rank * cfg.local_batch, cfg.local_batch, out=tokens)
+        row = 0
+        for start, n in runs:  # row slices of a C-contiguous array stay contiguous
+            self.plan.read(start, n, out=tokens[row:row + n])
+            row += n
         return self._to_tensors(tokens)
 
     def _to_tensors(self, tokens: np.ndarray) -> dict[str, torch.Tensor]:
@@ -135,14 +176,15 @@ class MixLoader:
         want = self.samples_committed
         if self._pending and self._pending[0][0] != want:
             self._drop_pending()
-        nxt = self._pending[-1][0] + cfg.global_batch if self._pending else want
-        end = self.samples_committed + self.steps_left * cfg.global_batch
-        while len(self._pending) < cfg.prefetch and nxt < end:
+        left = self.steps_left - len(self._pending)
+        nxt = self.skip.advance(self._pending[-1][0], cfg.global_batch) if self._pending else want
+        while len(self._pending) < cfg.prefetch and left > 0:
             self._pending.append((nxt, self._pool.submit(self.batch_at, nxt)))
-            nxt += cfg.global_batch
+            nxt = self.skip.advance(nxt, cfg.global_batch)
+            left -= 1
         _, fut = self._pending.popleft()
         batch = fut.result()
-        self.samples_committed += cfg.global_batch
+        self.samples_committed = self.skip.advance(want, cfg.global_batch)
         return batch
 
     def _drop_pending(self) -> None:

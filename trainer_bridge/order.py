@@ -207,3 +207,82 @@ def permute(positions: np.ndarray, n: int, keys: np.ndarray) -> np.ndarray:
     h = half_bits(n)
     keys = np.broadcast_to(np.asarray(keys, dtype=np.uint64)[:, None], (len(keys), pos.size))
     return permute_many(pos, np.full(pos.shape, n, dtype=np.uint64), np.full(pos.shape, h, dtype=np.uint64), keys)
+
+
+class SkipRanges:
+    """Global-sample ranges a run jumps over (half-open ``[start, end)``), merged and sorted.
+
+    The plan still defines every sample; a skip list only changes which of them a run is
+    served: global batch ``t`` after cursor ``c`` is the next ``G`` samples at or after ``c``
+    that lie in no range. Everything here is a function of (ranges, position), O(ranges) per
+    call, so the loader state stays "cursor + skip list" and any data-parallel size cuts the
+    same global batches.
+    """
+
+    def __init__(self, ranges: Sequence[Sequence[int]] = ()) -> None:
+        merged: list[list[int]] = []
+        for pair in sorted(_check_range(r) for r in ranges):
+            if merged and pair[0] <= merged[-1][1]:
+                merged[-1][1] = max(merged[-1][1], pair[1])
+            else:
+                merged.append(list(pair))
+        self.ranges: tuple[tuple[int, int], ...] = tuple((a, b) for a, b in merged)
+
+    def __bool__(self) -> bool:
+        return bool(self.ranges)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SkipRanges) and self.ranges == other.ranges
+
+    def __repr__(self) -> str:
+        return f"SkipRanges({self.as_list()})"
+
+    def as_list(self) -> list[list[int]]:
+        return [[a, b] for a, b in self.ranges]
+
+    def union(self, other: "SkipRanges") -> "SkipRanges":
+        return SkipRanges(self.ranges + other.ranges)
+
+    def skipped_before(self, n: int) -> int:
+        """How many samples of ``[0, n)`` are skipped."""
+        return sum(max(0, min(b, n) - a) for a, b in self.ranges if a < n)
+
+    def kept_between(self, lo: int, hi: int) -> int:
+        """How many samples of ``[lo, hi)`` are served."""
+        return max(0, hi - lo) - (self.skipped_before(hi) - self.skipped_before(lo)) if hi > lo else 0
+
+    def runs(self, pos: int, count: int) -> list[tuple[int, int]]:
+        """The next ``count`` served samples at or after ``pos``, as contiguous ``(start, length)`` runs."""
+        out: list[tuple[int, int]] = []
+        for a, b in self.ranges:
+            if count == 0:
+                break
+            if b <= pos:
+                continue
+            if pos < a:
+                take = min(count, a - pos)
+                out.append((pos, take))
+                count -= take
+                pos += take
+            if count and pos >= a:
+                pos = max(pos, b)
+        if count:
+            out.append((pos, count))
+        return out
+
+    def advance(self, pos: int, count: int) -> int:
+        """The position just after the next ``count`` served samples at or after ``pos``
+        (``pos`` itself when ``count`` is 0)."""
+        runs = self.runs(pos, count)
+        return runs[-1][0] + runs[-1][1] if runs else pos
+
+
+def _check_range(r: Sequence[int]) -> tuple[int, int]:
+    try:
+        a, b = r
+    except (TypeError, ValueError):
+        raise ValueError(f"skip range {r!r} must be a pair [start, end) of global sample indices") from None
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (a, b)) or not 0 <= a < b:
+        raise ValueError(f"skip range {list(r)!r} must be two integers with 0 <= start < end "
+                         "(global sample indices, end exclusive)")
+    return a, b

@@ -4,7 +4,8 @@ FSDP2 + tensor parallel over a ``(dp, tp)`` mesh, fed by the mix loader; ``gloo`
 CPU, ``nccl`` and bf16 on CUDA, the same code. Checkpoints resume the same run exactly. Also
 runs without torchrun as a single process (``python -m trainer_bridge.train --config ...``).
 Relative paths in the config (mix, ckpt_dir, metrics_path) are relative to the working
-directory. See ``docs/trainer.md``.
+directory. SIGTERM / SIGINT stop the run cleanly after the current step with a complete
+checkpoint. See ``docs/trainer.md`` (also for the loss-spike recovery playbook).
 """
 
 from __future__ import annotations
@@ -17,11 +18,13 @@ import json
 import logging
 import math
 import os
+import shlex
 import signal
 import socket
 import sys
+import statistics
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Sequence
@@ -37,6 +40,7 @@ from trainer_bridge import checkpoint
 from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
 from trainer_bridge.mix import resolve_mix
 from trainer_bridge.model import GPT, ModelConfig
+from trainer_bridge.order import SkipRanges
 from trainer_bridge.parallelize import ParallelDims, parallelize
 
 log = logging.getLogger(__name__)
@@ -77,6 +81,11 @@ class TrainConfig:
     log_every: int = 1
     ckpt_dir: str | None = None
     ckpt_every: int = 0               # 0: only at the end (when ckpt_dir is set)
+    ckpt_async: bool = True           # write checkpoints in the background (DCP async_save); false: the step waits
+    resume_from: int | str | None = None  # a step in ckpt_dir or a checkpoint path; None: the newest complete one
+    skip: tuple[tuple[int, int], ...] = ()  # global-sample ranges [start, end) to jump over from now on
+    spike_factor: float | None = 3.0  # report a loss / grad norm above this x its recent median (None: off)
+    spike_window: int = 20            # steps in that median
     metrics_path: str | None = None   # JSONL, one line per step (rank 0)
     batch_digest: bool = False        # log a hash of every global batch (gathers it over dp; for tests)
     peak_tflops: float | None = None  # per device, for MFU; default from the GPU name
@@ -99,6 +108,15 @@ class TrainConfig:
             raise SpecError("train: need lr > 0, 0 <= min_lr_ratio <= 1, warmup_steps >= 0, grad_clip > 0")
         if self.ckpt_every < 0 or self.log_every < 1:
             raise SpecError("train: ckpt_every must be >= 0 and log_every >= 1")
+        if self.spike_factor is not None and not self.spike_factor > 1 or self.spike_window < 2:
+            raise SpecError(f"train: spike_factor {self.spike_factor} must be > 1 (or null: off) and "
+                            f"spike_window {self.spike_window} >= 2")
+        if isinstance(self.resume_from, int) and self.resume_from < 0:
+            raise SpecError(f"train: resume_from {self.resume_from} must be a step >= 0 or a checkpoint path")
+        try:
+            SkipRanges(self.skip)
+        except ValueError as e:
+            raise SpecError(f"train: {e}; e.g. --set skip='[[1200, 1264]]'") from None
 
 
 def _set_dotted(d: dict, key: str, value: Any) -> None:
@@ -274,26 +292,41 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
                total_steps=total)
 
 
-def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[str, Any]]:
-    """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks)."""
+def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int | None = None
+          ) -> list[dict[str, Any]]:
+    """Run (or resume) training; returns rank 0's per-step metrics (empty on other ranks).
+
+    ``resume_hint`` is the command line the stop message tells the user to run again;
+    ``kill_in_save`` is fault injection for tests (SIGKILL right after step ``kill_in_save``'s
+    save has started, so an async save is interrupted in flight)."""
     d = init_distributed(cfg)
     r = build(cfg, d)
     model, opt, sched, loader, T = r.model, r.opt, r.sched, r.loader, r.plan.seq_len
-    step, resume = 0, checkpoint.latest(cfg.ckpt_dir)
+    step, resume = 0, checkpoint.find(cfg.ckpt_dir, cfg.resume_from)
     if resume is not None:
         step = checkpoint.load(resume, model=model, optimizer=opt, scheduler=sched, loader=loader)
+    loader.add_skip(SkipRanges(cfg.skip))
+    ckpt = None
+    if cfg.ckpt_dir:
+        checkpoint.rollback(cfg.ckpt_dir, step)
+        ckpt = checkpoint.Checkpointer(cfg.ckpt_dir, async_save=cfg.ckpt_async)
     total = min(r.total_steps, step + loader.steps_left)
     dp_group = d.mesh["dp"].get_group()
     flops_tok, peak = r.model_cfg.flops_per_token(T), _peak_flops(cfg, d.device)
     bf16 = d.device.type == "cuda" and cfg.bf16
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
-    log_ = _StepLog(cfg, enabled=d.rank == 0, total=total)
+    log_ = _StepLog(cfg, enabled=d.rank == 0, total=total, start_step=step)
     log_.echo(f"run: {r.model_cfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}"
               f"{' bf16' if bf16 else ''}, {r.plan.plan_hash}, steps {step}->{total}, "
-              f"global batch {cfg.global_batch} x {T}")
+              f"global batch {cfg.global_batch} x {T}" + (f", resumed from {resume}" if resume else ""))
+    log_.echo(_budget_line(loader, T, ahead=True))
+    spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)
+    stop = _StopSignal()
+    first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list()}}
     try:
         while step < total:
             t0 = time.perf_counter()
+            lo, hi = loader.step_range(loader.samples_committed)
             batch = next(loader)
             loss_sum = torch.zeros((), device=d.device)
             parts = micro_batches(batch, r.micro_batch)
@@ -313,15 +346,35 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
             step += 1
             dist.all_reduce(loss_sum, group=dp_group)  # sum over dp; tp peers hold the same value
             tps = cfg.global_batch * T / (time.perf_counter() - t0)
-            log_.step({"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
-                       "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
-                       "mfu": flops_tok * tps / (peak * d.world_size) if peak else None,
-                       "batch": _batch_digest(batch, dp_group) if cfg.batch_digest else None})
-            if cfg.ckpt_dir and (step == total or cfg.ckpt_every and step % cfg.ckpt_every == 0):
-                checkpoint.save(cfg.ckpt_dir, step=step, model=model, optimizer=opt, scheduler=sched, loader=loader)
-            if kill_after_step is not None and step == kill_after_step:
-                os.kill(os.getpid(), signal.SIGKILL)  # fault injection for resume tests
+            row = {"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
+                   "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
+                   "mfu": flops_tok * tps / (peak * d.world_size) if peak else None,
+                   "batch": _batch_digest(batch, dp_group) if cfg.batch_digest else None,
+                   "samples": [lo, hi], **first}
+            first = {}
+            jumped = spikes.check(row)
+            if jumped:
+                row["spike"] = [j.split()[0] for j in jumped]
+                log_.echo(spikes.message(row, jumped, cfg.ckpt_dir))
+            log_.step(row)
+            stopping = stop.agreed(d.device)
+            if ckpt and (step == total or stopping or cfg.ckpt_every and step % cfg.ckpt_every == 0):
+                blocked = ckpt.save(step, model=model, optimizer=opt, scheduler=sched, loader=loader)
+                log.info("checkpoint step %d %s: the step waited %.3f s", step,
+                         "started (async)" if cfg.ckpt_async else "written", blocked)
+                if kill_in_save == step:
+                    os.kill(os.getpid(), signal.SIGKILL)
+            elif ckpt:
+                ckpt.poll()
+            if stopping:
+                break
+        if ckpt:
+            ckpt.wait()
+        if stop.signum is not None and step < total:
+            log_.echo(_stop_message(stop.signum, step, cfg, resume_hint))
+        log_.echo(_budget_line(loader, T, ahead=False))
     finally:
+        stop.restore()
         loader.close()
         log_.close()
     dist.barrier()
@@ -329,16 +382,104 @@ def train(cfg: TrainConfig, *, kill_after_step: int | None = None) -> list[dict[
     return log_.rows
 
 
-class _StepLog:
-    """Rank 0's console lines (every ``log_every`` steps) and JSONL metrics (every step)."""
+def _budget_line(loader: MixLoader, T: int, *, ahead: bool) -> str:
+    """Token-budget accounting: served, skipped and (at the start) remaining samples."""
+    plan, skip = loader.plan, loader.skip
+    done, skipped = loader.samples_committed, loader.samples_skipped
+    line = (f"data: cursor {done:,} of {plan.total_samples:,} global samples; trained on {done - skipped:,} "
+            f"({(done - skipped) * T:,} tokens), skipped {skipped:,} ({skipped * T:,} tokens)")
+    if ahead and skip:
+        later = skip.skipped_before(plan.total_samples) - skipped
+        line += f"; skip ranges {skip.as_list()} drop {later:,} more samples of the budget ahead"
+    return line
 
-    def __init__(self, cfg: TrainConfig, *, enabled: bool, total: int) -> None:
+
+def _stop_message(signum: int, step: int, cfg: TrainConfig, resume_hint: str | None) -> str:
+    name = signal.Signals(signum).name
+    if not cfg.ckpt_dir:
+        return f"stopped by {name} after step {step}; no ckpt_dir is set, so nothing was saved to resume from"
+    hint = resume_hint or "the same command without resume_from / skip"
+    return (f"stopped by {name} after step {step}: checkpoint {checkpoint.step_dir(cfg.ckpt_dir, step)} is "
+            f"complete. To resume, run: {hint}")
+
+
+class _StopSignal:
+    """SIGTERM / SIGINT set a flag instead of killing the process; the loop finishes its step,
+    and every rank learns at the same step whether any rank was signalled (one tiny all-reduce
+    per step), so all of them checkpoint and stop together."""
+
+    SIGNALS = (signal.SIGTERM, signal.SIGINT)
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+        self._old = {s: signal.signal(s, self._handle) for s in self.SIGNALS}
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signum is None:
+            log.warning("received %s: finishing this step, then checkpointing and stopping",
+                        signal.Signals(signum).name)
+            self.signum = signum
+
+    def agreed(self, device: torch.device) -> bool:
+        flag = torch.tensor([self.signum or 0], dtype=torch.int64, device=device)
+        dist.all_reduce(flag, op=dist.ReduceOp.MAX)
+        if flag.item() and self.signum is None:
+            self.signum = int(flag.item())
+        return bool(flag.item())
+
+    def restore(self) -> None:
+        for s, old in self._old.items():
+            signal.signal(s, old)
+
+
+class _SpikeWatch:
+    """Flags a step whose loss or grad norm exceeds ``factor`` x the median of the previous
+    ``window`` steps (the median ignores earlier spikes, so one bad step does not hide the next)."""
+
+    KEYS = ("loss", "grad_norm")
+
+    def __init__(self, factor: float | None, window: int) -> None:
+        self.factor = factor
+        self.window = window
+        self.hist = {k: deque(maxlen=window) for k in self.KEYS}
+
+    def check(self, row: dict[str, Any]) -> list[str]:
+        """The metrics of ``row`` that jumped, as readable phrases (empty: none)."""
+        jumped = []
+        for k in self.KEYS:
+            h, v = self.hist[k], row[k]
+            if self.factor and len(h) >= min(self.window, 5):
+                med = statistics.median(h)
+                if v > self.factor * med:
+                    jumped.append(f"{k} {v:.4g} = {v / med:.1f}x its median {med:.4g} over the last {len(h)} steps")
+            h.append(v)
+        return jumped
+
+    @staticmethod
+    def message(row: dict[str, Any], jumped: list[str], ckpt_dir: str | None) -> str:
+        lo, hi = row["samples"]
+        before = [s for s in checkpoint.complete_steps(ckpt_dir) if s < row["step"]]
+        where = f"--set resume_from={before[-1]}" if before else "--set resume_from=<a checkpoint before this step>"
+        return (f"SPIKE at step {row['step']}: {'; '.join(jumped)}. The step read global samples [{lo}, {hi}); "
+                f"to skip them, resume with {where} --set skip='[[{lo}, {hi}]]' (docs/trainer.md: recovery)")
+
+
+class _StepLog:
+    """Rank 0's console lines (every ``log_every`` steps) and JSONL metrics (every step).
+
+    The metrics file always matches the checkpoint the run continues from: rows after
+    ``start_step`` (left by a run that died, or by the branch a rollback abandons) are moved to
+    ``<metrics_path>.after-step-<N>`` before the first new row, so every step appears once."""
+
+    def __init__(self, cfg: TrainConfig, *, enabled: bool, total: int, start_step: int) -> None:
         self.enabled, self.every, self.total = enabled, cfg.log_every, total
         self.rows: list[dict[str, Any]] = []
         self.sink = None
         if enabled and cfg.metrics_path:
-            Path(cfg.metrics_path).parent.mkdir(parents=True, exist_ok=True)
-            self.sink = open(cfg.metrics_path, "a", encoding="utf-8")
+            path = Path(cfg.metrics_path)
+            path.parent.mkdir(parents=True, exist_ok=True)
+            truncate_metrics(path, start_step)
+            self.sink = open(path, "a", encoding="utf-8")
 
     def echo(self, line: str) -> None:
         if self.enabled:
@@ -361,17 +502,41 @@ class _StepLog:
             self.sink.close()
 
 
+def truncate_metrics(path: Path, step: int) -> int:
+    """Keep the rows of steps ``<= step`` in ``path`` (atomically); move the others (and any
+    torn last line) to ``<path>.after-step-<step>``. Returns how many rows moved."""
+    if not path.exists():
+        return 0
+    keep, drop = [], []
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        try:
+            ok = line.endswith("\n") and json.loads(line)["step"] <= step
+        except (ValueError, KeyError, TypeError):
+            ok = False
+        (keep if ok else drop).append(line)
+    if drop:
+        with open(f"{path}.after-step-{step}", "a", encoding="utf-8") as f:
+            f.writelines(line if line.endswith("\n") else line + "\n" for line in drop)
+        tmp = path.with_name(path.name + ".tmp")
+        tmp.write_text("".join(keep), encoding="utf-8")
+        os.replace(tmp, path)
+        log.warning("%s: moved %d rows after step %d to %s.after-step-%d", path, len(drop), step, path, step)
+    return len(drop)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="torchrun ... -m trainer_bridge.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--config", required=True, help="trainer YAML (e.g. trainer_bridge/configs/sample.yaml)")
     p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config key (dotted for the model: model.dim=128); repeatable")
-    p.add_argument("--kill-after-step", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--kill-in-save", type=int, default=None, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.INFO if os.environ.get("RANK", "0") == "0" else logging.WARNING,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     try:
-        train(load_config(args.config, args.set), kill_after_step=args.kill_after_step)
+        again = [f"--set {shlex.quote(o)}" for o in args.set if o.partition("=")[0].strip() not in ("resume_from", "skip")]
+        hint = " ".join(["<the same launcher> -m trainer_bridge.train --config", shlex.quote(args.config), *again])
+        train(load_config(args.config, args.set), resume_hint=hint, kill_in_save=args.kill_in_save)
     except DatapipeError as e:  # a user mistake: say what to change, no traceback
         print(f"error: {e}", file=sys.stderr)
         if dist.is_initialized():

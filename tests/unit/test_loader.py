@@ -141,7 +141,7 @@ def test_resume_at_random_points_on_any_world_size(real):
                                        micro=rng.choice([None, 1]))
             for t in range(5):
                 assert np.array_equal(got[t], ref[step + t]), (world, step, t)
-            assert end == {"plan_hash": plan.plan_hash, "samples_committed": (step + 5) * G}
+            assert end == {"plan_hash": plan.plan_hash, "samples_committed": (step + 5) * G, "skip": []}
 
 
 def test_batch_tensors_labels_and_positions(real):
