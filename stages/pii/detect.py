@@ -73,6 +73,28 @@ class Span(NamedTuple):
 # Each gate is a necessary condition for its family (written for both Python ``re``
 # and RE2, which pyarrow uses): if it does not match, the family finds nothing.
 
+#: words after which a number is a phone in any grouping ("Tel. 467 3395"), and the
+#: short words allowed between them and the number ("call me on", "number is"); plain
+#: letters, ``[..]`` classes and spaces only, so they can be written backwards too
+_PHONE_WORDS = (
+    "tel", "tele", "phone", "phones", "telephone", "mobile", "mob", "cell", "cellphone", "fax", "call", "calling",
+    "ring", "dial", "reach", "whatsapp", "sms", "hotline", "helpline", "t[eé]l[eé]phone", "t[eé]l", "telefon",
+    "telefono", "tel[eé]fono", "telefonnummer", "handy", "mobil", "portable", "m[oó]vil", "cellulare",
+    "kom[oó]rka", "tlf", "ph", "contact number", "phone number", "mobile number", "cell number", "fax number",
+    "my number", "his number", "her number", "our number", "their number", "your number",
+)
+_GAP_WORDS = ("no", "nr", "num", "number", "me", "us", "him", "her", "them", "on", "at", "is", "to", "under",
+              "unter", "au", "al", "sur")
+
+
+def _alternation(words: tuple[str, ...], backwards: bool = False) -> str:
+    out = []
+    for w in words:
+        tokens = re.findall(r"\[[^\]]*\]|.", w)
+        out.append("".join(reversed(tokens) if backwards else tokens).replace(" ", r"[ \t]+"))
+    return "|".join(sorted(out, key=len, reverse=True))
+
+
 GATES: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
     "url_password": r"://[^\s/?#\"'<>]*:[^\s/?#\"'<>]*@",
@@ -84,9 +106,8 @@ GATES: dict[str, str] = {
     "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}|[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]{4}",
     # a phone word right before a number: short local numbers ("Tel. 467 3395") have
     # fewer digits than the numeric gate asks for
-    "phone_cue": r"(?i:t[eé]l|ph|fax|mob|cell|call|ring|dial|whatsapp|sms|line|number|handy|portable|m[oó]vil|tlf|kom[oó]rka"
-                 r"|reach|contact)"
-                 r"[^0-9\n]{0,16}[0-9]|[TMF]:[ ]?[+(0-9]",
+    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS) + r")\b[^0-9A-Za-z\n]{0,6}(?:(?:" + _alternation(_GAP_WORDS) + r")\b"
+                 r"[^0-9A-Za-z\n]{0,4}){0,3}[0-9])|\b[TMF][:.][^0-9A-Za-z\n]{0,6}[0-9]",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
         r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
@@ -193,15 +214,15 @@ _CARD_CUE_RE = re.compile(
     r"(?:[ \t]*(?:no|nr|num|number|nummer|numéro|n[uú]mero|#)\.?)?[ \t]*[:#]?[ \t]*$", _A)
 # a phone word, the few words people put between it and the number, then the number in
 # any grouping (validated in code: 7-15 digits, not a date, a year range or a sequence)
-_CUED_PHONE_RE = re.compile(
-    r"(?:(?i:(?<![A-Za-z0-9])(?:tel|tele|phone|phones|telephone|mobile|mob|cell|cellphone|fax|call|calling|"
-    r"ring|dial|reach|contact|whatsapp|sms|hotline|helpline|t[eé]l[eé]phone|t[eé]l|telefon|telefono|tel[eé]fono|"
-    r"telefonnummer|handy|mobil|portable|m[oó]vil|cellulare|kom[oó]rka|tlf|ph|"
-    r"(?:contact|phone|mobile|cell|fax|my|his|her|our|their|your)[ \t]+number))"
-    r"|(?<![A-Za-z0-9])[TMF](?=[:.]))"
-    r"(?i:\.?(?:[ \t]*(?:no|nr|num|number|#)\.?)?[ \t]*[:\-–]?"
-    r"(?:[ \t]+(?:me|us|him|her|them|on|at|is|to|under|unter|au|al|sur|:)(?![A-Za-z])){0,3}[ \t]*)"
-    r"(\(?\+?\(?[0-9](?:[0-9]|[ ./\-]{1,2}(?=[(0-9])|\(|\)){5,28}[0-9])", _A)
+_CUED_NUMBER_RE = re.compile(
+    r"[(+0-9](?<![0-9A-Za-z_+(.\-/].)(?:(?<=\()\+?\(?[0-9]|(?<=\+)\(?[0-9]|(?<=[0-9]))"
+    r"(?:[0-9]|[ ./\-]{1,2}(?=[(0-9])|\(|\)){5,28}[0-9]",
+    _A)
+# the phone word and gap before a number, matched on the text before it read backwards
+# (one anchored attempt per number instead of a search through the 60 characters)
+_CUED_LEAD_REV_RE = re.compile(
+    r"[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS, True) + r")[^0-9A-Za-z\n]{1,6}){0,3}"
+    r"(?:(?i:" + _alternation(_PHONE_WORDS, True) + r")|(?<=[:.])[TMF])(?![A-Za-z0-9])", _A)
 _CUED_NUMBER_END_RE = re.compile(r"(?![0-9A-Za-z_]|[.\-/:][0-9A-Za-z])", _A)
 # a phone extension right after the number: "x769", " ext. 12", " extension 4"
 _PHONE_EXT_RE = re.compile(r"[ ]?(?:x|ext\.?|extn\.?|extension)[ ]?[0-9]{1,6}(?![0-9A-Za-z_])", re.I | _A)
@@ -210,8 +231,10 @@ _IBAN_HEAD_RE = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]{4
 _IBAN_RE = re.compile(
     r"([A-Z](?<![0-9A-Za-z_][A-Z])[A-Z])([0-9]{2})((?:[ \-]?[A-Z0-9]{4}){2,8}(?:[ \-]?[A-Z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
 # the same all in lower case ("de89 3704 0044 ..."), as people type it in forms and chats
+# (matched from the check digits, which a scan finds faster than a lower-case letter pair)
 _IBAN_LOWER_RE = re.compile(
-    r"([a-z](?<![0-9A-Za-z_][a-z])[a-z])([0-9]{2})((?:[ \-]?[a-z0-9]{4}){2,8}(?:[ \-]?[a-z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
+    r"[0-9]{2}(?<=[a-z]{2}[0-9]{2})(?<![0-9A-Za-z_][a-z]{2}[0-9]{2})"
+    r"(?:[ \-]?[a-z0-9]{4}){2,8}(?:[ \-]?[a-z0-9]{1,4})?(?![0-9A-Za-z])", _A)
 
 # -- secrets ----------------------------------------------------------------------
 _TOKEN_END = r"(?![A-Za-z0-9_\-])"
@@ -579,10 +602,12 @@ class Detector:
     def _f_phone_cue(self, text: str) -> Iterator[Span]:
         """Numbers right after a phone word, in any grouping (``Tel. 467 3395``,
         ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``)."""
-        for m in _CUED_PHONE_RE.finditer(text):
-            s = m.start(1)
+        for m in _CUED_NUMBER_RE.finditer(text):
+            s = m.start()
+            if s == 0 or not _CUED_LEAD_REV_RE.match(text[s - 1:s - 61 if s > 60 else None:-1]):
+                continue
             # the longest leading groups that make a phone: "+370 2249 2898 6 - a list item"
-            for e in sorted((g.end for g in _groups(text, s, m.end(1))), reverse=True):
+            for e in sorted((g.end for g in _groups(text, s, m.end())), reverse=True):
                 if text[e - 1] == ")" and text.count("(", s, e) < text.count(")", s, e):
                     e -= 1
                 ext = _PHONE_EXT_RE.match(text, e)
@@ -595,18 +620,19 @@ class Detector:
                     break
 
     def _f_iban(self, text: str) -> Iterator[Span]:
-        yield from self._ibans(text, _IBAN_RE, str)
-        yield from self._ibans(text, _IBAN_LOWER_RE, str.upper)
+        yield from self._ibans(text, _IBAN_RE, str, 0)
+        yield from self._ibans(text, _IBAN_LOWER_RE, str.upper, 2)
 
-    def _ibans(self, text: str, pattern: re.Pattern[str], canon) -> Iterator[Span]:
+    def _ibans(self, text: str, pattern: re.Pattern[str], canon, back: int) -> Iterator[Span]:
+        """IBANs whose match starts ``back`` characters after the country code."""
         for m in pattern.finditer(text):
-            want = T.IBAN_LENGTHS.get(canon(m.group(1)))
+            start = m.start() - back
+            want = T.IBAN_LENGTHS.get(canon(text[start:start + 2]))
             if want is None:
                 continue
             # map compact positions back to text offsets; cut at the registered length
-            start = m.start()
             compact, ends = [], []
-            for off, ch in enumerate(m.group(), start):
+            for off, ch in enumerate(text[start:m.end()], start):
                 if ch not in " -":
                     compact.append(ch)
                     ends.append(off + 1)
