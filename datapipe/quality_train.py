@@ -48,8 +48,8 @@ import numpy as np
 import xxhash
 
 from datapipe import fasttext_compat
+from datapipe import quality_inputs as inputs
 from datapipe.errors import SpecError
-from datapipe.lm import corpus
 from datapipe.lm.card import read_card, write_card
 from datapipe.textnorm import TextNorm
 
@@ -99,6 +99,8 @@ class QualityTrainConfig:
     text_key: str = "text"
     calibrate: tuple[str, ...] = ()
     calibrate_docs: int = 20_000
+    exclude: tuple[str, ...] = ()
+    search: bool = False
     textnorm: TextNorm = field(default_factory=TextNorm)
     fasttext: FastTextParams = field(default_factory=FastTextParams)
 
@@ -132,7 +134,7 @@ def _collect(spec: str, cfg: QualityTrainConfig, cap: int) -> tuple[list[tuple[i
     heap: list[tuple[int, str]] = []  # max-heap by hash via negation
     docs = chunks = nbytes = 0
     seen: set[int] = set()
-    for doc in corpus.iter_docs([spec], text_key=cfg.text_key):
+    for doc in inputs.iter_docs(spec, text_key=cfg.text_key, exclude=cfg.exclude):
         docs += 1
         nbytes += len(doc.text.encode("utf-8", "surrogatepass"))
         for chunk in _chunks(cfg.textnorm.one_line(doc.text).split(" "), cfg.chunk_words, cfg.min_words):
@@ -146,7 +148,7 @@ def _collect(spec: str, cfg: QualityTrainConfig, cap: int) -> tuple[list[tuple[i
             elif -heap[0][0] > h:
                 heapq.heapreplace(heap, (-h, chunk))
     picked = sorted(((-nh, c) for nh, c in heap))  # smallest hashes first: any prefix is a uniform sample
-    summary = {"input": spec, "files": corpus.file_summary([spec]), "documents": docs,
+    summary = {"input": spec, "files": inputs.file_summary(spec, cfg.exclude), "documents": docs,
                "text_bytes": nbytes, "chunks": chunks, "chunks_used": len(picked)}
     return picked, summary
 
@@ -219,19 +221,20 @@ def quantiles(scores: np.ndarray) -> list[float]:
     return [round(float(x), 6) for x in q]
 
 
-def calibration(model, norm: TextNorm, inputs: Sequence[str], *, text_key: str = "text",
+def calibration(model, norm: TextNorm, specs: Sequence[str], *, text_key: str = "text",
                 max_docs: int = 20_000) -> dict[str, Any]:
     """Score quantiles over (the first ``max_docs`` documents of) an unlabelled sample of
     the corpus the stage will filter: the basis of a deterministic top-fraction threshold."""
     texts = []
-    for doc in corpus.iter_docs(inputs, text_key=text_key):
-        texts.append(norm.one_line(doc.text))
-        if len(texts) >= max_docs:
-            break
+    for spec in specs:
+        for doc in inputs.iter_docs(spec, text_key=text_key):
+            if len(texts) >= max_docs:
+                break
+            texts.append(norm.one_line(doc.text))
     if not texts:
-        raise SpecError(f"quality calibrate: no documents in {list(inputs)}")
+        raise SpecError(f"quality calibrate: no documents in {list(specs)}")
     scores = positive_scores(model, texts)
-    return {"inputs": corpus.file_summary(inputs), "documents": len(texts),
+    return {"inputs": [f for spec in specs for f in inputs.file_summary(spec)], "documents": len(texts),
             "mean_score": round(float(scores.mean()), 6), "quantiles": quantiles(scores)}
 
 
@@ -273,6 +276,44 @@ def _train_fasttext(train_file: str, out: str, params: dict[str, Any], retries: 
         log.warning("fastText diverged (NaN) at lr=%g; retrying with lr=%g", lr, lr / 2)
         lr /= 2
     raise RuntimeError(f"fastText training diverged (NaN) even at lr={lr * 2:g}; lower --lr")
+
+
+#: the grid ``--search`` tries (every combination), each scored on a validation split
+SEARCH_GRID: dict[str, tuple] = {"lr": (0.1, 0.5), "epoch": (5, 20), "wordNgrams": (1, 2), "dim": (16, 64)}
+
+
+def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -> tuple[dict[str, Any], dict]:
+    """fastText parameters chosen by measurement: every :data:`SEARCH_GRID` combination
+    is trained on 80% of the training examples and scored (AUC) on the other 20% (a
+    seeded split of the *training* examples: the held-out set stays untouched for the
+    card's final numbers). The best AUC wins; ties go to the earlier (cheaper) one."""
+    import itertools
+
+    fit, valid = [], []
+    for line in train_lines:
+        (valid if _hash(seed + 3, line) % 5 == 0 else fit).append(line)
+    v_labels = np.array([ln.startswith(f"__label__{POSITIVE} ") for ln in valid])
+    v_texts = [ln.split(" ", 1)[1] for ln in valid]
+    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8",
+                                     dir=os.path.dirname(os.path.abspath(tmp))) as tf:
+        tf.write("\n".join(fit) + "\n")
+        fit_file = tf.name
+    results = []
+    try:
+        for values in itertools.product(*SEARCH_GRID.values()):
+            trial = dict(base, **dict(zip(SEARCH_GRID, values)))
+            trial["lr"] = _train_fasttext(fit_file, tmp, trial)
+            auc = roc_auc(v_labels, positive_scores(fasttext_compat.load(tmp), v_texts))
+            results.append({**dict(zip(SEARCH_GRID, values)), "valid_auc": round(auc, 5)})
+            log.info("search %s: validation AUC %.4f", results[-1], auc)
+    finally:
+        os.unlink(fit_file)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    best = max(range(len(results)), key=lambda i: (results[i]["valid_auc"], -i))
+    chosen = dict(base, **{k: results[best][k] for k in SEARCH_GRID})
+    return chosen, {"grid": {k: list(v) for k, v in SEARCH_GRID.items()}, "validation_examples": len(valid),
+                    "fit_examples": len(fit), "trials": results, "chosen": {k: chosen[k] for k in SEARCH_GRID}}
 
 
 def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
@@ -331,7 +372,10 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
         train_file = tf.name
     params = {k: getattr(cfg.fasttext, k) for k in cfg.fasttext.__dataclass_fields__}
     tmp_model = f"{out}.tmp{os.getpid()}"
+    search = None
     try:
+        if cfg.search:
+            params, search = _search(train_lines, params, cfg.seed, tmp_model)
         params["lr"] = _train_fasttext(train_file, tmp_model, params)
     finally:
         os.unlink(train_file)
@@ -374,6 +418,7 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
             "heldout_examples": {POSITIVE: metrics["positives"], NEGATIVE: metrics["negatives"]},
         },
         "fasttext": params,
+        "search": search,
         "heldout": metrics,
         "calibration": None,
         "seconds": {"read": round(t_read, 3), "train": round(t_train, 3)},
@@ -389,13 +434,13 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
     return card
 
 
-def calibrate_model(model_path: str, inputs: Sequence[str], *, text_key: str = "text",
+def calibrate_model(model_path: str, specs: Sequence[str], *, text_key: str = "text",
                     max_docs: int = 20_000) -> dict[str, Any]:
     """Add (or replace) the calibration of an existing model's card."""
     card = read_card(model_path, required=True)
     norm = TextNorm.from_dict(card.get("textnorm"))
     model = fasttext_compat.load(model_path)
-    card["calibration"] = calibration(model, norm, inputs, text_key=text_key, max_docs=max_docs)
+    card["calibration"] = calibration(model, norm, specs, text_key=text_key, max_docs=max_docs)
     write_card(model_path, card)
     return card
 
@@ -412,6 +457,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
         chunk_words=args.chunk_words, min_words=args.min_words, max_examples=args.max_examples,
         balance=args.balance, heldout=args.heldout, seed=args.seed, text_key=args.text_key,
         calibrate=tuple(args.calibrate or ()), calibrate_docs=args.calibrate_docs,
+        exclude=tuple(args.exclude), search=args.search,
         textnorm=textnorm_from_args(args), fasttext=ft,
     )
     card = train_quality(cfg)
@@ -439,8 +485,10 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     t = sub.add_parser("train", help="train the classifier and write model + card",
                        description="Inputs are paths or globs ([format:]path; formats text, jsonl, "
                                    "parquet, warc, html; guessed from the name). Each input is one source.")
-    t.add_argument("--positive", nargs="+", required=True, help="text to keep more of (wiki, books)")
-    t.add_argument("--negative", nargs="+", required=True, help="random web text")
+    t.add_argument("--positive", nargs="+", required=True,
+                   help="text to keep more of (main text of crawled pages: html:/warc: inputs; wiki, books)")
+    t.add_argument("--negative", nargs="+", required=True,
+                   help="text to push down: boilerplate:<html/warc> (what the extractor removed), raw web text")
     t.add_argument("--out", required=True, help="model path, e.g. models/quality.bin (card: models/quality.card.json)")
     t.add_argument("--chunk-words", type=int, default=128, help="words per training example (default 128)")
     t.add_argument("--min-words", type=int, default=16, help="drop shorter chunks (default 16)")
@@ -452,6 +500,10 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--calibrate", nargs="+", help="unlabelled sample of the corpus to filter: stores score "
                                                  "quantiles for the stage's top_fraction mode")
     t.add_argument("--calibrate-docs", type=int, default=20_000)
+    t.add_argument("--exclude", nargs="+", default=[],
+                   help="files (paths or globs) never read from any input, e.g. a labelled evaluation set")
+    t.add_argument("--search", action="store_true",
+                   help="choose lr/epoch/wordNgrams/dim by validation AUC over a small grid (16 trainings)")
     g = t.add_argument_group("fastText")
     g.add_argument("--lr", type=float, default=0.5)
     g.add_argument("--epoch", type=int, default=20)
