@@ -282,11 +282,13 @@ def _train_fasttext(train_file: str, out: str, params: dict[str, Any], retries: 
 SEARCH_GRID: dict[str, tuple] = {"lr": (0.1, 0.5), "epoch": (5, 20), "wordNgrams": (1, 2), "dim": (16, 64)}
 
 
-def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -> tuple[dict[str, Any], dict]:
+def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -> tuple[list[dict[str, Any]], dict]:
     """fastText parameters chosen by measurement: every :data:`SEARCH_GRID` combination
     is trained on 80% of the training examples and scored (AUC) on the other 20% (a
     seeded split of the *training* examples: the held-out set stays untouched for the
-    card's final numbers). The best AUC wins; ties go to the earlier (cheaper) one."""
+    card's final numbers). Returns the combinations best first (ties: the earlier, cheaper
+    one); the final model is trained with the first that trains without diverging
+    (fastText 0.9.3 sometimes diverges on a few hundred examples)."""
     import itertools
 
     fit, valid = [], []
@@ -302,7 +304,12 @@ def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -
     try:
         for values in itertools.product(*SEARCH_GRID.values()):
             trial = dict(base, **dict(zip(SEARCH_GRID, values)))
-            trial["lr"] = _train_fasttext(fit_file, tmp, trial)
+            try:
+                trial["lr"] = _train_fasttext(fit_file, tmp, trial)
+            except RuntimeError as e:  # a combination that diverges is a losing trial, not a failure
+                log.warning("search %s: %s", dict(zip(SEARCH_GRID, values)), e)
+                results.append({**dict(zip(SEARCH_GRID, values)), "valid_auc": None})
+                continue
             auc = roc_auc(v_labels, positive_scores(fasttext_compat.load(tmp), v_texts))
             results.append({**dict(zip(SEARCH_GRID, values)), "valid_auc": round(auc, 5)})
             log.info("search %s: validation AUC %.4f", results[-1], auc)
@@ -310,10 +317,13 @@ def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -
         os.unlink(fit_file)
         if os.path.exists(tmp):
             os.unlink(tmp)
-    best = max(range(len(results)), key=lambda i: (results[i]["valid_auc"], -i))
-    chosen = dict(base, **{k: results[best][k] for k in SEARCH_GRID})
-    return chosen, {"grid": {k: list(v) for k, v in SEARCH_GRID.items()}, "validation_examples": len(valid),
-                    "fit_examples": len(fit), "trials": results, "chosen": {k: chosen[k] for k in SEARCH_GRID}}
+    done = [i for i, r in enumerate(results) if r["valid_auc"] is not None]
+    if not done:
+        raise RuntimeError("fastText diverged for every --search combination; lower --lr or give more data")
+    ranked = sorted(done, key=lambda i: (-results[i]["valid_auc"], i))
+    return ([dict(base, **{k: results[i][k] for k in SEARCH_GRID}) for i in ranked],
+            {"grid": {k: list(v) for k, v in SEARCH_GRID.items()}, "validation_examples": len(valid),
+             "fit_examples": len(fit), "trials": results})
 
 
 def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
@@ -374,9 +384,22 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
     tmp_model = f"{out}.tmp{os.getpid()}"
     search = None
     try:
+        candidates = [params]
         if cfg.search:
-            params, search = _search(train_lines, params, cfg.seed, tmp_model)
-        params["lr"] = _train_fasttext(train_file, tmp_model, params)
+            candidates, search = _search(train_lines, params, cfg.seed, tmp_model)
+        skipped = []
+        for k, params in enumerate(candidates):
+            try:
+                params = dict(params, lr=_train_fasttext(train_file, tmp_model, params))
+                break
+            except RuntimeError:
+                if k == len(candidates) - 1:
+                    raise
+                log.warning("final training diverged with %s; trying the next best", params)
+                skipped.append({g: params[g] for g in SEARCH_GRID})
+        if search is not None:
+            search["chosen"] = {g: params[g] for g in SEARCH_GRID}
+            search["diverged_on_final"] = skipped
     finally:
         os.unlink(train_file)
     os.replace(tmp_model, out)
