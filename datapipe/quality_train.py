@@ -1,10 +1,15 @@
 """``datapipe quality train`` / ``datapipe quality calibrate``: the fastText quality
 classifier behind the ``quality`` stage.
 
-Recipe (GPT-3's, in miniature): text we want more of (Wikipedia, books) is the
-positive class ``__label__hq``, random web text the negative class ``__label__lq``;
-a linear fastText model on word uni+bigrams learns the difference in style and
-vocabulary, and ``P(hq)`` becomes the document's ``quality_score``.
+Recipe: text we want more of is the positive class ``__label__hq``, text to push down
+the negative ``__label__lq``; a linear fastText model on word n-grams learns the
+difference, and ``P(hq)`` becomes the document's ``quality_score``. GPT-3 used
+curated text (Wikipedia, books) against random web text; on a multilingual web crawl
+that learns "English prose vs web page", so the documented default (issue 14,
+``docs/quality.md``) is the main text of real crawled pages against the boilerplate the
+extractor removed from the same pages (``boilerplate:`` inputs,
+:mod:`datapipe.quality_inputs`), with the fastText parameters chosen on a validation
+split (``--search``) and labelled evaluation files kept out (``--exclude``).
 
 How examples are made (deterministic: same inputs + seed, same model and card)
 
