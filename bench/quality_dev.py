@@ -31,6 +31,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 sys.path.insert(0, os.path.dirname(_HERE))
 
 import argparse  # noqa: E402
+import json  # noqa: E402
 import importlib.util  # noqa: E402
 import logging  # noqa: E402
 import tempfile  # noqa: E402
@@ -112,8 +113,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append((name, roc_auc(y, model_scores(path, texts)), note))
         sample = REPO / "models" / "sample" / "quality.bin"
         if sample.exists():
-            rows.append(("sample model (make models, old Makefile recipe)" if "boilerplate" not in
-                         (REPO / "Makefile").read_text() else "sample model (make models)",
+            card = json.loads(sample.with_suffix(".card.json").read_text())
+            recipe = "new" if any(n["input"].startswith("boilerplate:") for n in card["data"]["negative"]) else "old"
+            rows.append((f"sample model (make models, {recipe} recipe)",
                          roc_auc(y, model_scores(str(sample), texts)), str(sample.resolve())))
     print(f"quality development set: {len(y)} documents, {int(y.sum())} keep / {int((~y).sum())} drop "
           f"(labels: {DEV.LABELS.relative_to(REPO)}); {len(drifted)} extracted differently than when labelled "
