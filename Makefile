@@ -20,9 +20,13 @@ $(STAMP): pyproject.toml
 
 setup: $(STAMP)
 
+# quality: main text of the crawled pages (+ wiki, books) against the boilerplate the
+# extractor removed from the same pages (+ forum one-liners); fastText parameters by --search
 $(M)/quality.bin: $(STAMP)
 	$(BIN)/datapipe quality train --positive '$(D)/wiki/*.parquet' '$(D)/books/*.txt*' \
-	  --negative '$(D)/web/*.warc.gz' '$(D)/forum/*.jsonl.zst' \
+	  'html:$(D)/pages/*.html*' 'warc:$(D)/web/*.warc.gz' \
+	  --negative 'boilerplate:$(D)/web/*.warc.gz' 'boilerplate:$(D)/pages/*.html*' '$(D)/forum/*.jsonl.zst' \
+	  --search \
 	  --calibrate '$(D)/web/*.warc.gz' '$(D)/news/*.jsonl*' '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --out $@
 
 $(M)/lm/en.arpa: $(STAMP)

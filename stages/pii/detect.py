@@ -73,6 +73,28 @@ class Span(NamedTuple):
 # Each gate is a necessary condition for its family (written for both Python ``re``
 # and RE2, which pyarrow uses): if it does not match, the family finds nothing.
 
+#: words after which a number is a phone in any grouping ("Tel. 467 3395"), and the
+#: short words allowed between them and the number ("call me on", "number is"); plain
+#: letters, ``[..]`` classes and spaces only, so they can be written backwards too
+_PHONE_WORDS = (
+    "tel", "tele", "phone", "phones", "telephone", "mobile", "mob", "cell", "cellphone", "fax", "call", "calling",
+    "ring", "dial", "reach", "whatsapp", "sms", "hotline", "helpline", "t[eé]l[eé]phone", "t[eé]l", "telefon",
+    "telefono", "tel[eé]fono", "telefonnummer", "handy", "mobil", "portable", "m[oó]vil", "cellulare",
+    "kom[oó]rka", "tlf", "ph", "contact number", "phone number", "mobile number", "cell number", "fax number",
+    "my number", "his number", "her number", "our number", "their number", "your number",
+)
+_GAP_WORDS = ("no", "nr", "num", "number", "me", "us", "him", "her", "them", "on", "at", "is", "to", "under",
+              "unter", "au", "al", "sur")
+
+
+def _alternation(words: tuple[str, ...], backwards: bool = False) -> str:
+    out = []
+    for w in words:
+        tokens = re.findall(r"\[[^\]]*\]|.", w)
+        out.append("".join(reversed(tokens) if backwards else tokens).replace(" ", r"[ \t]+"))
+    return "|".join(sorted(out, key=len, reverse=True))
+
+
 GATES: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
     "url_password": r"://[^\s/?#\"'<>]*:[^\s/?#\"'<>]*@",
@@ -81,7 +103,11 @@ GATES: dict[str, str] = {
     # a public IPv6 starts with a 4-digit group in 2000::/3, or maps an IPv4 (ffff:)
     "ipv6": r"[23][0-9A-Fa-f]{3}:[0-9A-Fa-f]{0,4}:|[fF]{4}:[0-9A-Fa-f]",
     "numeric": r"[0-9](?:[ ./()\-]{0,5}[0-9]){7}",
-    "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}",
+    "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}|[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]{4}",
+    # a phone word right before a number: short local numbers ("Tel. 467 3395") have
+    # fewer digits than the numeric gate asks for
+    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS) + r")\b[^0-9A-Za-z\n]{0,6}(?:(?:" + _alternation(_GAP_WORDS) + r")\b"
+                 r"[^0-9A-Za-z\n]{0,4}){0,3}[0-9])|\b[TMF][:.][^0-9A-Za-z\n]{0,6}[0-9]",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
         r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
@@ -102,6 +128,7 @@ FAMILY_TYPES: dict[str, tuple[str, ...]] = {
     "ipv4": ("ip",),
     "ipv6": ("ip",),
     "numeric": ("phone", "card", "ssn"),
+    "phone_cue": ("phone",),
     "iban": ("iban",),
     "token": ("api_key",),
     "jwt": ("jwt",),
@@ -149,7 +176,7 @@ _PHONE_RUN_RE = re.compile(
     r"(?:\(?\+[ ]?|(?<![0-9])00[ ]?(?=[1-9]))?"
     r"\(?[0-9]++\)?"
     r"(?:(?:[ ]?[.\-/][ ]?|[ ]{1,2}|(?<=\))|[ ]?(?=\())\(?[0-9]++\)?){0,7}+"
-    r"(?![0-9A-Za-z_]|[.\-/][0-9A-Za-z])", _A)
+    r"(?!(?!x[0-9])[0-9A-Za-z_]|[.\-/][0-9A-Za-z])", _A)
 # where phones, cards and SSNs can be: 8 digits with short gaps, plus the digit-ish tail
 _CLUSTER_RE = re.compile(r"[0-9](?:[ ./()\-]{0,5}[0-9]){7}[0-9 ./()\-]*", _A)
 _PHONE_SEED_RE = re.compile(r"[+(0-9][0-9 ./()\-]{7}", _A)
@@ -179,10 +206,35 @@ _CARD_RE = re.compile(r"[0-9](?<![0-9A-Za-z_.\-+/][0-9])(?:[ \-]?[0-9]){11,18}(?
 _CARD_NEG_RE = re.compile(
     r"(?i)\b(?:isbn|issn|doi|serial|s/n|sku|order|tracking|invoice|imei|upc|ean|gtin|isin|"
     r"transaction|txn|patent|ticket|id|uuid|hash|timestamp)\b[^A-Za-z0-9\n]{0,4}$", _A)
+# a card word right before a number: a Luhn-valid number there is a card even when the
+# issuer table does not know its prefix (new and regional networks, JCB's old 15-digit ranges)
+_CARD_CUE_RE = re.compile(
+    r"(?i)\b(?:card|cards|cc|cc#|credit|debit|visa|mastercard|master card|amex|american express|discover|"
+    r"diners|jcb|maestro|unionpay|kreditkarte|karte|carte|tarjeta|carta|cart[aã]o|karta|kaart)\b"
+    r"(?:[ \t]*(?:no|nr|num|number|nummer|numéro|n[uú]mero|#)\.?)?[ \t]*[:#]?[ \t]*$", _A)
+# a phone word, the few words people put between it and the number, then the number in
+# any grouping (validated in code: 7-15 digits, not a date, a year range or a sequence)
+_CUED_NUMBER_RE = re.compile(
+    r"[(+0-9](?<![0-9A-Za-z_+(.\-/].)(?:(?<=\()\+?\(?[0-9]|(?<=\+)\(?[0-9]|(?<=[0-9]))"
+    r"(?:[0-9]|[ ./\-]{1,2}(?=[(0-9])|\(|\)){5,28}[0-9]",
+    _A)
+# the phone word and gap before a number, matched on the text before it read backwards
+# (one anchored attempt per number instead of a search through the 60 characters)
+_CUED_LEAD_REV_RE = re.compile(
+    r"[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS, True) + r")[^0-9A-Za-z\n]{1,6}){0,3}"
+    r"(?:(?i:" + _alternation(_PHONE_WORDS, True) + r")|(?<=[:.])[TMF])(?![A-Za-z0-9])", _A)
+_CUED_NUMBER_END_RE = re.compile(r"(?![0-9A-Za-z_]|[.\-/:][0-9A-Za-z])", _A)
+# a phone extension right after the number: "x769", " ext. 12", " extension 4"
+_PHONE_EXT_RE = re.compile(r"[ ]?(?:x|ext\.?|extn\.?|extension)[ ]?[0-9]{1,6}(?![0-9A-Za-z_])", re.I | _A)
 # the tail of an IBAN-like code: digits after it belong to that code, not to a phone or card
 _IBAN_HEAD_RE = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]{4})*[ \-]?$", _A)
 _IBAN_RE = re.compile(
     r"([A-Z](?<![0-9A-Za-z_][A-Z])[A-Z])([0-9]{2})((?:[ \-]?[A-Z0-9]{4}){2,8}(?:[ \-]?[A-Z0-9]{1,4})?)(?![0-9A-Za-z])", _A)
+# the same all in lower case ("de89 3704 0044 ..."), as people type it in forms and chats
+# (matched from the check digits, which a scan finds faster than a lower-case letter pair)
+_IBAN_LOWER_RE = re.compile(
+    r"[0-9]{2}(?<=[a-z]{2}[0-9]{2})(?<![0-9A-Za-z_][a-z]{2}[0-9]{2})"
+    r"(?:[ \-]?[a-z0-9]{4}){2,8}(?:[ \-]?[a-z0-9]{1,4})?(?![0-9A-Za-z])", _A)
 
 # -- secrets ----------------------------------------------------------------------
 _TOKEN_END = r"(?![A-Za-z0-9_\-])"
@@ -287,6 +339,12 @@ def card_network_ok(digits: str) -> bool:
     if p2 == 50 or 56 <= p2 <= 69:              # Maestro
         return 12 <= n <= 19
     return False
+
+
+def _placeholder_digits(digits: str) -> bool:
+    """A made-up number people write as an example ("1234 5678 9012 3452"): a long
+    counting run or few distinct digits."""
+    return "12345678" in digits or "87654321" in digits or len(set(digits)) < 4
 
 
 def iban_mod97(compact: str) -> int:
@@ -541,15 +599,40 @@ class Detector:
             if "phone" in self.types:
                 yield from self._phones(text, start, end)
 
+    def _f_phone_cue(self, text: str) -> Iterator[Span]:
+        """Numbers right after a phone word, in any grouping (``Tel. 467 3395``,
+        ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``)."""
+        for m in _CUED_NUMBER_RE.finditer(text):
+            s = m.start()
+            if s == 0 or not _CUED_LEAD_REV_RE.match(text[s - 1:s - 61 if s > 60 else None:-1]):
+                continue
+            # the longest leading groups that make a phone: "+370 2249 2898 6 - a list item"
+            for e in sorted((g.end for g in _groups(text, s, m.end())), reverse=True):
+                if text[e - 1] == ")" and text.count("(", s, e) < text.count(")", s, e):
+                    e -= 1
+                ext = _PHONE_EXT_RE.match(text, e)
+                full_end = ext.end() if ext else e
+                if not _CUED_NUMBER_END_RE.match(text, full_end):
+                    continue
+                plan = cued_phone_plan(text[s:e])
+                if plan is not None:
+                    yield Span(s, full_end, "phone", plan)
+                    break
+
     def _f_iban(self, text: str) -> Iterator[Span]:
-        for m in _IBAN_RE.finditer(text):
-            want = T.IBAN_LENGTHS.get(m.group(1))
+        yield from self._ibans(text, _IBAN_RE, str, 0)
+        yield from self._ibans(text, _IBAN_LOWER_RE, str.upper, 2)
+
+    def _ibans(self, text: str, pattern: re.Pattern[str], canon, back: int) -> Iterator[Span]:
+        """IBANs whose match starts ``back`` characters after the country code."""
+        for m in pattern.finditer(text):
+            start = m.start() - back
+            want = T.IBAN_LENGTHS.get(canon(text[start:start + 2]))
             if want is None:
                 continue
             # map compact positions back to text offsets; cut at the registered length
-            start = m.start()
             compact, ends = [], []
-            for off, ch in enumerate(m.group(), start):
+            for off, ch in enumerate(text[start:m.end()], start):
                 if ch not in " -":
                     compact.append(ch)
                     ends.append(off + 1)
@@ -558,7 +641,7 @@ class Detector:
             end = ends[want - 1]
             if len(compact) > want and end < m.end() and text[end] not in " -":
                 continue  # the cut would split a group
-            code = "".join(compact[:want])
+            code = canon("".join(compact[:want]))
             seps = {ch for ch in text[start:end] if ch in " -"}
             if len(seps) > 1 or not iban_ok(code):
                 continue
@@ -571,8 +654,9 @@ class Detector:
             # the longest leading groups that make a network-valid number decide: a run
             # that swallowed a year ("4111 1111 1111 1111 2023") still yields its card,
             # a Luhn-failing 16-digit number yields nothing (not a 12-digit prefix of it)
+            cued = _CARD_CUE_RE.search(text, max(0, m.start() - 40), m.start()) is not None
             for s, e, digits in _group_prefixes(text, m.start(), m.end(), card_layout_ok, 12, 19):
-                if not card_network_ok(digits):
+                if not (card_network_ok(digits) or cued and not _placeholder_digits(digits)):
                     continue
                 if luhn_ok(digits) and not _CARD_NEG_RE.search(text[max(0, s - 24):s]):
                     yield Span(s, e, "card")
@@ -614,8 +698,12 @@ class Detector:
             if sum(c.isdigit() for c in run) < 8:
                 continue
             found = _phone_in_run(text, m.start(), m.end())
-            if found is not None:
-                yield found
+            if found is None:
+                continue
+            if text[found.end - 1] == ")" and text.count("(", found.start, found.end) < text.count(")", found.start, found.end):
+                found = found._replace(end=found.end - 1)  # "(tel. 0123 45678)": the ")" closes the aside
+            ext = _PHONE_EXT_RE.match(text, found.end)
+            yield found._replace(end=ext.end()) if ext else found
 
     def _f_token(self, text: str) -> Iterator[Span]:
         for lits, rx, weak in _TOKEN_SPECS:
@@ -890,6 +978,43 @@ def _phone_layout(groups: list[_Group], intl: bool, cue: bool) -> str | None:
             return None  # "1844-1994": years
         return "national"
     return None
+
+
+def cued_phone_plan(number: str) -> str | None:
+    """The plan (``intl:<cc>`` or ``cued``) of a number written right after a phone
+    word, or None. The word already says "phone", so any grouping of 7 to 15 digits
+    passes, except what a number after such a word is when it is not a phone: a date,
+    a time span of years ("Fax: 1998-2003"), an arithmetic sequence, one repeated
+    digit, and an international prefix with no such country code."""
+    groups = _groups(number, 0, len(number))
+    digits = "".join(g.digits for g in groups)
+    core = number.lstrip("( ")
+    intl = core.startswith("+") or (core.startswith("00") and not core.startswith("000"))
+    if core.startswith("00") and intl:
+        digits = digits[2:]
+    if not 7 <= len(digits) <= 15 or len(groups) > 7 or len(set(digits)) < 3:
+        return None
+    if _is_date(groups) or _progression(groups):
+        return None
+    if all(len(g.digits) == 4 and 1800 <= int(g.digits) <= 2099 for g in groups):
+        return None
+    if sum(len(g.digits) == 1 for g in groups[1:]) > 1:
+        return None  # "1 2 3 4 5 6 7": a list, not a number
+    if len(groups) > 1 and len(groups[-1].digits) == 1 and _norm_sep(groups[-1].sep) != "-":
+        return None  # "... 2898 6": the 6 starts the next item
+    if not intl:
+        nanp = digits[-10:] if len(digits) == 10 or len(digits) == 11 and digits[0] == "1" else ""
+        if nanp and nanp[0] in "23456789" and nanp[1] == "9" and nanp[3] in "23456789":
+            return None  # N9X NXX XXXX: the shape of our own pseudonyms (scrubbing stays idempotent)
+        return "cued"
+    body = "".join(g.digits for g in groups if not (g.paren and g.digits == "0"))
+    body = body[2:] if core.startswith("00") else body
+    cc = _country_code(body)
+    if cc is None or len(body) - len(cc) < 6:
+        return None
+    if cc == "1" and (len(body) != 11 or body[2] == "9"):
+        return None  # +1 takes 10 digits; never an N9X area code (our own pseudonyms live there)
+    return "intl:" + cc
 
 
 def _phone_in_run(text: str, start: int, end: int) -> Span | None:

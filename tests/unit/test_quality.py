@@ -242,16 +242,75 @@ def test_sample_corpus_recipe(repo_dir, tmp_path):
     """The recipe `make sample` runs on a fresh machine: the bundled corpus alone."""
     d = repo_dir / "jobs" / "sample_data"
     out = tmp_path / "quality.bin"
+    # the Makefile's inputs (its --search is left out here: 16 more trainings)
     card = train_quality(QualityTrainConfig(
-        positive=(str(d / "wiki" / "*.parquet"), str(d / "books" / "*.txt*")),
-        negative=(str(d / "web" / "*.warc.gz"), str(d / "forum" / "*.jsonl.zst")),
+        positive=(str(d / "wiki" / "*.parquet"), str(d / "books" / "*.txt*"), f"html:{d / 'pages' / '*.html*'}",
+                  f"warc:{d / 'web' / '*.warc.gz'}"),
+        negative=(f"boilerplate:{d / 'web' / '*.warc.gz'}", f"boilerplate:{d / 'pages' / '*.html*'}",
+                  str(d / "forum" / "*.jsonl.zst")),
         calibrate=(str(d / "web" / "*.warc.gz"), str(d / "news" / "*.jsonl*"), str(d / "forum" / "*.jsonl.zst"),
                    str(d / "wet" / "*.wet.gz")),
         out=str(out)))
     assert card["heldout"]["auc"] > 0.85
     assert card["calibration"]["documents"] > 80
     # the stage config the sample job uses validates and runs
-    stage = QualityFilter(QualityConfig(model=str(out), threshold=0.1))
+    stage = QualityFilter(QualityConfig(model=str(out), threshold=0.5))
     texts = [doc.text for doc in corpus.iter_docs([str(d / "news" / "*.jsonl*")])]
     res, stats = stage.process(_batch(texts, "news"))
     assert 0 < stats["news"].docs_out < len(texts)
+    # forum one-liners score below the news articles the recipe never saw
+    forum = [doc.text for doc in corpus.iter_docs([str(d / "forum" / "*.jsonl.zst")])]
+    model, norm = fasttext_compat.load(str(out)), TextNorm()
+    scores = {src: float(np.median(positive_scores(model, [norm.one_line(x) for x in t])))
+              for src, t in (("news", texts), ("forum", forum))}
+    assert scores["news"] > scores["forum"], scores
+
+
+# -- issue 14: boilerplate negatives, excluded files, parameters by validation --------
+
+def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
+    from datapipe import quality_inputs as qi
+
+    page = shared_dir / "corpora" / "web" / "html" / "blog.python.org.html.gz"
+    raw = next(iter(qi._pages("html", str(page))))[1]
+    main = corpus._html_text(raw)
+    visible = qi.visible_lines(raw)
+    rest = qi.boilerplate(raw, main).splitlines()
+    main_lines = {" ".join(ln.split()) for ln in main.splitlines()}
+    assert rest and main_lines
+    assert set(rest) <= set(visible) and not set(rest) & main_lines
+    assert "Python 3.6.0 is now available!" in main and not any("Python 3.6.0 is now available" in ln for ln in rest)
+    docs = list(qi.iter_docs(f"boilerplate:{page}"))
+    assert [d.text for d in docs] == ["\n".join(rest)]
+
+
+def test_excluded_files_are_never_read(shared_dir):
+    from datapipe import quality_inputs as qi
+
+    spec = str(shared_dir / "corpora" / "ccnet" / "cc_en_head-*.jsonl")
+    every = qi.expand(spec)
+    assert len(every) == 2
+    left = qi.expand(spec, exclude=(every[0][1],))
+    assert left == every[1:]
+    assert {d.key.rsplit(":", 1)[0] for d in qi.iter_docs(spec, exclude=(every[0][1],))} == {every[1][1]}
+    assert qi.expand(spec, exclude=(str(shared_dir / "corpora" / "ccnet" / "*0091*"),)) == \
+        [e for e in every if "0091" not in e[1]]
+
+
+def test_search_chooses_parameters_on_a_validation_split(shared_dir, tmp_path):
+    c = shared_dir / "corpora"
+    cfg = QualityTrainConfig(positive=(str(c / "wiki" / "wikitext-2-raw.test.txt"),),
+                             negative=(str(c / "ccnet" / "cc_en_head-0091.jsonl"),),
+                             out=str(tmp_path / "q.bin"), max_examples=120, search=True)
+    card = train_quality(cfg)
+    s = card["search"]
+    assert len(s["trials"]) == 16 and s["fit_examples"] + s["validation_examples"] == sum(
+        card["data"]["train_examples"].values())
+    keys = ("lr", "epoch", "wordNgrams", "dim")
+    usable = [t for t in s["trials"] if t["valid_auc"] is not None
+              and {k: t[k] for k in keys} not in s["diverged_on_final"]]
+    best = max(usable, key=lambda t: t["valid_auc"])
+    assert s["chosen"] == {k: best[k] for k in keys}
+    assert {k: card["fasttext"][k] for k in ("epoch", "wordNgrams", "dim")} == \
+        {k: s["chosen"][k] for k in ("epoch", "wordNgrams", "dim")}
+    assert card["heldout"]["auc"] > 0.9

@@ -1,0 +1,127 @@
+"""Where ``quality train`` reads its examples: the trainers' corpus readers plus one
+source of negatives the web itself provides, *boilerplate*.
+
+``boilerplate:<html or warc spec>`` reads real crawled pages and yields, per page,
+the visible text that the main-content extractor (trafilatura, as everywhere in the
+project) did **not** keep: menus, footers, cookie banners, teaser lists, share
+buttons, shop widgets. That is exactly the text a quality filter must push down, it
+comes from the same pages (and languages) as the text worth keeping, and it costs no
+labelling. The main content of the same pages (the plain ``html:``/``warc:`` reading)
+is the matching positive.
+
+``exclude`` (paths or globs) drops files from every input, so a recipe can never
+train on a held-out or labelled set (``bench/data/quality_dev/files.txt``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import glob
+import logging
+import os
+from typing import Iterator, Sequence
+
+from datapipe.lm import corpus
+
+log = logging.getLogger(__name__)
+
+BOILERPLATE = "boilerplate:"
+#: elements whose start and end break a line (what a browser lays out as a block)
+_BLOCK = frozenset(
+    "p div li td th tr h1 h2 h3 h4 h5 h6 br ul ol dl dd dt table section article header footer nav aside "
+    "blockquote pre form option button label title main figure figcaption select".split())
+_SKIP = frozenset("script style noscript template svg head".split())
+
+
+def visible_lines(html: bytes | str) -> list[str]:
+    """Every line of text a browser would show (block elements break lines; scripts,
+    styles and ``<head>`` dropped), whitespace collapsed, empty lines dropped."""
+    import lxml.etree
+    import lxml.html
+
+    try:
+        tree = lxml.html.fromstring(html)
+    except (ValueError, lxml.etree.ParserError):
+        return []
+    parts: list[str] = []
+    skipping = 0
+    for event, el in lxml.etree.iterwalk(tree, events=("start", "end")):
+        tag = el.tag.lower() if isinstance(el.tag, str) else ""
+        if event == "start":
+            if tag in _SKIP:
+                skipping += 1
+            elif not skipping:
+                if tag in _BLOCK:
+                    parts.append("\n")
+                if el.text:
+                    parts.append(el.text)
+            continue
+        if tag in _SKIP:
+            skipping -= 1
+        elif not skipping and tag in _BLOCK:
+            parts.append("\n")
+        if not skipping and el.tail:
+            parts.append(el.tail)
+    return [" ".join(ln.split()) for ln in "".join(parts).split("\n") if ln.strip()]
+
+
+def boilerplate(html: bytes, main: str | None) -> str:
+    """The visible lines of a page that are not part of its main text."""
+    kept = {" ".join(ln.split()) for ln in (main or "").splitlines()}
+    joined = " ".join(kept)
+    rest = [ln for ln in visible_lines(html) if ln not in kept and not (len(ln) > 20 and ln in joined)]
+    return "\n".join(rest)
+
+
+def _pages(fmt: str, path: str) -> Iterator[tuple[str, bytes]]:
+    if fmt == "html":
+        with corpus._open_binary(path) as f:  # noqa: SLF001 - the trainers' one file opener
+            yield path, f.read()
+        return
+    if fmt != "warc":
+        raise ValueError(f"boilerplate: needs HTML pages or WARC archives, got {fmt} file {path}")
+    from warcio.archiveiterator import ArchiveIterator
+
+    with open(path, "rb") as f:
+        try:
+            for rec in ArchiveIterator(f, arc2warc=True):
+                if rec.rec_type != "response" or rec.http_headers is None:
+                    continue
+                if "html" not in (rec.http_headers.get_header("Content-Type") or "").lower():
+                    continue
+                yield f"{path}@{rec.rec_headers.get_header('WARC-Target-URI') or ''}", rec.content_stream().read()
+        except Exception as e:  # noqa: BLE001 - a truncated archive keeps what was read
+            log.warning("%s: stopped reading at a broken record (%s)", path, e)
+
+
+def expand(spec: str, exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """``[(format, path)]`` of one input spec (``boilerplate:`` stripped), minus the
+    excluded files."""
+    files = corpus.expand([spec.removeprefix(BOILERPLATE)])
+    if not exclude:
+        return files
+    ex_real = {os.path.realpath(p) for p in exclude}
+    kept = [(fmt, p) for fmt, p in files
+            if os.path.realpath(p) not in ex_real and not any(fnmatch.fnmatch(p, pat) for pat in exclude)]
+    if len(kept) < len(files):
+        log.info("%s: %d of %d files excluded", spec, len(files) - len(kept), len(files))
+    return kept
+
+
+def iter_docs(spec: str, *, text_key: str = "text", exclude: Sequence[str] = ()) -> Iterator[corpus.Doc]:
+    """Documents of one input spec; ``boilerplate:`` yields each page's boilerplate."""
+    files = expand(spec, exclude)
+    if not spec.startswith(BOILERPLATE):
+        for fmt, path in files:
+            yield from corpus.iter_docs([f"{fmt}:{glob.escape(path)}"], text_key=text_key)
+        return
+    for fmt, path in files:
+        for key, raw in _pages(fmt, path):
+            text = boilerplate(raw, corpus._html_text(raw))  # noqa: SLF001 - the trainers' extractor
+            if text:
+                yield corpus.Doc(key=key, text=text)
+
+
+def file_summary(spec: str, exclude: Sequence[str] = ()) -> list[dict]:
+    """What a model card records about one input: path, format, bytes."""
+    return [{"path": p, "format": fmt, "bytes": os.path.getsize(p)} for fmt, p in expand(spec, exclude)]
