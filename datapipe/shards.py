@@ -260,10 +260,15 @@ class SourceShardWriter:
 
     def __init__(
         self, folder: Path, source: str, *, tokenizer_info: TokenizerInfo, shard_tokens: int,
-        seed: int, lineage: Mapping[str, Any],
+        seed: int, lineage: Mapping[str, Any], stem: str | None = None,
+        manifest_path: Path | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.source = source
+        #: shard files are ``<stem>-NNNNN``; the runner passes ``<source>-<split>`` so
+        #: every read split writes its own shards, and merges the manifests afterwards
+        self.stem = stem or source
+        self.manifest_path = Path(manifest_path) if manifest_path is not None else self.folder / MANIFEST
         self.info = tokenizer_info
         self.shard_tokens = shard_tokens
         self.seed = seed
@@ -327,7 +332,7 @@ class SourceShardWriter:
     # -- shards --------------------------------------------------------------------
     def _open_shard(self) -> _OpenShard:
         index = len(self._records)
-        name = shard_name(self.source, index)
+        name = shard_name(self.stem, index)
         tmp = self.folder / f".{name}.bin.{self._token}.tmp"
         fh = open(tmp, "wb")
         self._open = _OpenShard(index=index, name=name, bin_tmp=tmp, fh=fh, hasher=xxhash.xxh3_128(),
@@ -411,8 +416,9 @@ class SourceShardWriter:
             "lineage": self.lineage,
         }
         data = (json.dumps(manifest, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
-        path = self.folder / MANIFEST
-        tmp = self.folder / f".{MANIFEST}.{self._token}.tmp"
+        path = self.manifest_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{self._token}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -750,17 +756,24 @@ def _verify_manifest(folder: Path, m: dict[str, Any]) -> list[str]:
     if dtype != shard_dtype(vocab):
         problems.append(f"{MANIFEST}: dtype {dtype} but a vocabulary of {vocab} needs {shard_dtype(vocab)}")
     listed: set[str] = set()
+    # shards written per read split (the runner) carry ``split``: numbering, the
+    # shard_tokens rule and documents continued across shards are per split
+    within = [0] * len(shards)
+    for k in range(1, len(shards)):
+        same = shards[k].get("split") == shards[k - 1].get("split")
+        within[k] = within[k - 1] + 1 if same else 0
     for k, rec in enumerate(shards):
         name = rec.get("name", f"#{k}")
-        if name != shard_name(source, k):
-            problems.append(f"{name}: expected shard {k} to be named {shard_name(source, k)}")
+        stem = source if rec.get("split") is None else f"{source}-{rec['split']}"
+        if name != shard_name(stem, within[k]):
+            problems.append(f"{name}: expected shard {k} to be named {shard_name(stem, within[k])}")
         listed.update({rec.get("bin", ""), rec.get("idx", "")})
-        last = k == len(shards) - 1
+        last = k == len(shards) - 1 or within[k + 1] == 0
         if not last and rec.get("tokens") != shard_tokens:
             problems.append(f"{name}: {rec.get('tokens')} tokens, every shard but the last must hold {shard_tokens}")
         if last and not 0 < int(rec.get("tokens", 0)) <= shard_tokens:
             problems.append(f"{name}: last shard holds {rec.get('tokens')} tokens, expected 1..{shard_tokens}")
-        prev_split = bool(shards[k - 1].get("last_doc_split")) if k else False
+        prev_split = bool(shards[k - 1].get("last_doc_split")) if within[k] else False
         if bool(rec.get("first_doc_continued")) != prev_split:
             problems.append(f"{name}: first_doc_continued={rec.get('first_doc_continued')} but the previous shard's "
                             f"last_doc_split={prev_split}")
@@ -834,7 +847,7 @@ def inspect_shards(
             for k, c in zip(*np.unique(b, return_counts=True)):
                 hist[f"{2**int(k)}-{2**(int(k) + 1) - 1}"] = int(c)
         first = _first_doc(folder, m, excerpt_tokens)
-        excerpt, note = _decode(first, m, tokenizer)
+        excerpt, note = _decode(first, m, tokenizer, folder)
         report["sources"][m["source"]] = {
             "manifest": str(mp),
             "dtype": m["dtype"],
@@ -853,10 +866,12 @@ def inspect_shards(
     return report
 
 
-def _decode(ids: np.ndarray, m: dict[str, Any], tokenizer: str | None) -> tuple[str | None, str]:
+def _decode(ids: np.ndarray, m: dict[str, Any], tokenizer: str | None, folder: Path) -> tuple[str | None, str]:
     from datapipe.tokenizer import fingerprint, load_tokenizer
 
     path = tokenizer or m["tokenizer"].get("path")
+    if not tokenizer and path and (folder / path).is_file():  # a copy kept beside the shards
+        path = str(folder / path)
     if not path or not Path(path).exists():
         return None, f"tokenizer {path!r} not found; showing ids only (pass --tokenizer)"
     try:
