@@ -99,7 +99,7 @@ def split_refs(job: JobSpec) -> list[SplitRef]:
 def _compute(job: JobSpec, phase: Phase, cpus: int | None) -> str:
     if phase.needs_actor():
         n = job.execution.actors_per_stage or cpus
-        return f"{n if n else 'one per CPU'} actor(s), 1 CPU each, read fused in"
+        return (f"{n} actor(s)" if n else "one actor per CPU") + ", 1 CPU each, read fused in"
     return "tasks, 1 CPU each, one per split"
 
 
@@ -213,8 +213,11 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     if not side:
         return None, ctx.report
     stage = st.make()
-    decider = _LegacyGlobal(stage) if is_legacy_global(type(stage)) else stage
-    return decider.decide(side, ctx), ctx.report
+    if is_legacy_global(type(stage)):
+        shutil.rmtree(ctx.work_dir)  # the old passes expect a fresh folder, even on resume
+        os.makedirs(ctx.work_dir)
+        return _LegacyGlobal(stage).decide(side, ctx), ctx.report
+    return stage.decide(side, ctx), ctx.report
 
 
 def _digest(uri: str | None) -> str:

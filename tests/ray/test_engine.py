@@ -93,7 +93,7 @@ def test_global_stage_zero_records_duplicate_ids_and_shards(ray_session, tmp_pat
     assert sorted(d["text"] for d in docs if "valley" in d["text"]) == sorted(TEXTS[:27])
     # the reused id: the second copy is a counted reject naming the first copy's origin
     [dup] = by_reason["read:duplicate_id"]
-    assert dup["text"].startswith("A second") and "dups.jsonl:1" in dup["reject_detail"]
+    assert dup["text"].startswith("A second") and dup["reject_detail"] == "first copy at dups.jsonl@0"
     # the blank file and the source with nothing left complete with an honest report
     assert report["totals"]["per_source"]["nothing_left"] == {"documents": 0, "rejects": 1, "text_bytes": 0}
     assert not (out / "documents" / "nothing_left").exists()
