@@ -161,7 +161,8 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
         common = dict(batch_size=1, batch_format="pyarrow", num_cpus=1)
         if env.phase.needs_actor():
             size = min(ex.actors_per_stage or _cluster_cpus(), len(todo))
-            ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env}, concurrency=size,
+            ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
+                                compute=ray.data.ActorPoolStrategy(size=size),
                                 max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
         else:
             ds = ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)

@@ -36,7 +36,7 @@ def _stages():
 def _corpus(tmp_path: Path, *, extra_stages: str = "", execution: str = "batch_rows: 4, split_bytes: 1024",
             tokenize: Path | None = None) -> Path:
     data = tmp_path / "data"
-    data.mkdir(exist_ok=True)
+    data.mkdir(parents=True, exist_ok=True)
     for f in range(4):  # every file repeats texts of the previous one: exact duplicates across splits
         with open(data / f"part{f}.jsonl", "w") as fh:
             for i in range(12):
@@ -63,9 +63,9 @@ def _corpus(tmp_path: Path, *, extra_stages: str = "", execution: str = "batch_r
             paths: [empty/*.jsonl]
             options: {{id_key: id}}
         stages:
-          - normalize: {{}}{extra_stages}
+          - normalize: {{}}EXTRA
           - exact_dup: {{}}
-          - length: {{min_chars: 10}}""") + tok + "\n")
+          - length: {{min_chars: 10}}""").replace("EXTRA", extra_stages) + tok + "\n")
     return spec
 
 
@@ -109,7 +109,7 @@ def test_global_stage_zero_records_duplicate_ids_and_shards(ray_session, tmp_pat
     assert (out / "shards" / "main" / "tokenizer.json").is_file()
 
 
-def test_same_bytes_across_batch_sizes_and_split_sizes_of_output(ray_session, tmp_path):
+def test_same_bytes_across_batch_sizes(ray_session, tmp_path):
     outs = []
     for k, execution in enumerate(["batch_rows: 3, split_bytes: 1024", "batch_rows: 50, split_bytes: 1024"]):
         spec = _corpus(tmp_path / str(k), execution=execution, extra_stages="\n  - tagger: {}")
