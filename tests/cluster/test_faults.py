@@ -58,18 +58,17 @@ def cluster(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env.update(RAY_AUTH_MODE="disabled", RAY_USAGE_STATS_ENABLED="0", RAY_DATA_USAGE_DISABLED="1")
     port, node_port = _port(), _port()
-    common = ["--disable-usage-stats", f"--temp-dir={temp}", "--include-dashboard=false"]
-    subprocess.run([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1",
-                    '--resources={"head": 1}', "--node-ip-address=127.0.0.1", *common],
-                   check=True, env=env, capture_output=True, timeout=300)
-    subprocess.run([str(ray_bin), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1",
-                    '--resources={"second": 1}', "--node-ip-address=127.0.0.1",
-                    f"--node-manager-port={node_port}", *common],
-                   check=True, env=env, capture_output=True, timeout=300)
+    common = ["--disable-usage-stats", "--node-ip-address=127.0.0.1"]
     try:
+        subprocess.run([str(ray_bin), "start", "--head", f"--port={port}", "--num-cpus=1", '--resources={"head": 1}',
+                        f"--temp-dir={temp}h", "--include-dashboard=false", *common],
+                       check=True, env=env, capture_output=True, timeout=300)
+        subprocess.run([str(ray_bin), "start", f"--address=127.0.0.1:{port}", "--num-cpus=1",
+                        '--resources={"second": 1}', f"--temp-dir={temp}w", f"--node-manager-port={node_port}", *common],
+                       check=True, env=env, capture_output=True, timeout=300)
         yield {"address": f"127.0.0.1:{port}", "env": env, "temp": temp, "node_port": node_port}
     finally:
-        for _ in range(3):
+        for _ in range(3):  # this fixture's processes only: both temp dirs start with `temp`
             _kill_all(_pids(temp))
             time.sleep(1)
 
@@ -131,7 +130,7 @@ def test_killed_task_actor_and_node_give_identical_outputs(cluster, tmp_path):
         "task": lambda: _pids("ray::MapBatches(_run_split_task)")[:1],
         "actor": lambda: _pids("ray::MapWorker(MapBatches(SplitRunner))")[:1],
         # in the task phase, so the lost node's splits can be rescheduled on the head
-        "raylet": lambda: _pids(temp, "raylet", f"--node_manager_port={cluster['node_port']}")
+        "raylet": lambda: _pids(f"{temp}w", "raylet", f"node_manager_port={cluster['node_port']}")
         if _pids("ray::MapBatches(_run_split_task)") else [],
     }
     for name, kill in faults.items():
