@@ -13,6 +13,7 @@ the verification of the reused splits' files).
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import shutil
@@ -30,12 +31,15 @@ REPO = Path(__file__).resolve().parents[1]
 def build_corpus(shared: Path, folder: Path, mb: int) -> int:
     """Paragraph groups of ~4 KB from the Gutenberg books, as JSONL files of ~4 MB."""
     folder.mkdir(parents=True, exist_ok=True)
-    books = sorted((shared / "corpora" / "books" / "gutenberg").rglob("*.txt"))
+    books = sorted((shared / "corpora" / "books" / "gutenberg").rglob("*.txt.gz"))
+    if not books:
+        sys.exit(f"no Gutenberg books (*.txt.gz) under {shared}/corpora/books/gutenberg: set DATAPIPE_SHARED")
     total, n, k, fh = 0, 0, 0, None
     rounds = 0
     while total < mb * 1_000_000:
         for book in books:
-            paras = [p for p in book.read_text(encoding="utf-8", errors="replace").split("\n\n") if p.strip()]
+            text = gzip.decompress(book.read_bytes()).decode("utf-8", errors="replace").replace("\r\n", "\n")
+            paras = [p for p in text.split("\n\n") if p.strip()]
             for i in range(0, len(paras), 8):
                 if fh is None or fh.tell() > 4_000_000:
                     if fh is not None:
