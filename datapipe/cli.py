@@ -14,7 +14,10 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from datapipe.spec import load_job
 
     job = load_job(args.job, output=args.output)
-    run_job(job, force=args.force)
+    try:
+        run_job(job, force=args.force)
+    except KeyboardInterrupt:  # Ctrl-C or SIGTERM: run_job said how to resume
+        return 130
     return 0
 
 

@@ -23,7 +23,7 @@ def _fmt_bytes(n: float) -> str:
 def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict[str, Any]]],
                  files: list[dict[str, Any]], *, problems: list[str], wall_seconds: float, started: float,
                  global_seconds: dict[str, float], stage_reports: dict[str, Any], job_hash: str,
-                 shards: dict[str, Any] | None = None) -> dict[str, Any]:
+                 shards: dict[str, Any] | None = None, splits: dict[str, Any] | None = None) -> dict[str, Any]:
     sources = [s.name for s in job.sources]
     kinds = {"read": "read"}
     for st in job.stages:
@@ -75,6 +75,7 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
         "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started)),
         "wall_seconds": round(wall_seconds, 2),
         "accounting_ok": not problems,
+        "splits": splits or {},
         "problems": problems,
         "stages": stages,
         "totals": totals,
@@ -90,6 +91,10 @@ def summary_markdown(report: dict[str, Any]) -> str:
     lines = [f"# datapipe run: {report['job']}", ""]
     status = "OK" if report["accounting_ok"] else "FAILED"
     lines.append(f"wall time {report['wall_seconds']:.1f} s; accounting (in == out + dropped, per stage and source): {status}")
+    sp = report.get("splits") or {}
+    if sp:
+        lines.append(f"read splits: {sp['total']}; reused from an interrupted run: {sp['reused']}"
+                     + (f" (per phase: {', '.join(map(str, sp['reused_per_phase']))})" if sp.get("phases", 1) > 1 else ""))
     lines.append("")
     lines.append("| stage | kind | docs in | docs out | dropped | bytes in | bytes out | busy s | docs/s | top drop reasons |")
     lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")

@@ -1,48 +1,54 @@
-"""Builds the Ray Data plan for a job spec, runs it, checks the accounting and commits
-the outputs.
+"""Runs a job: text moves once, stats travel as data, splits resume.
 
-Plan: read (one Ray read task per :class:`~datapipe.readers.ReadSplit`) → segments of
-consecutive batch stages, each fused into one ``map_batches`` (an actor pool when a stage
-in it has ``setup()``, plain tasks otherwise) → global stages (dedup) between segments on
-a materialised dataset → deterministic write: rows are keyed by ``(kind, source,
-hash(id) % partitions)``, grouped with a Ray Data ``groupby`` and each group is sorted by
-id and written to its own Parquet file, so file names and bytes never depend on Ray's
-scheduling.
+The job's chain is cut at its global stages into phases (:mod:`datapipe.splitwork`). A
+phase is one Ray Data execution over the read splits' descriptors
+(``ray.data.from_items``): one task (or one call of a pooled actor, when a stage of the
+phase has ``setup()``) reads or reloads its split, runs the fused batch stages and writes
+that split's files itself. Nothing shuffles, sorts or materialises text; only small
+records come back to the driver: files written (rows, bytes, sha256) and per-stage,
+per-source stats, which the driver adds up.
 
-Outputs go to ``<output>.staging`` and are renamed to ``<output>`` only after the
-accounting check passed and ``manifest.json`` lists every file with its hash: an
-interrupted or failed run never leaves a complete-looking output.
+Between phases, a global stage's :meth:`~datapipe.stage.GlobalStage.decide` runs once on
+the driver over the splits' compact side files; the next phase applies its decisions
+where the text is.
+
+Everything is written under ``<output>.staging`` (keyed by the job hash); each split
+writes a done-record last. A restart of the same job reuses every split whose
+done-record and files verify; ``--force`` starts clean. After the accounting check
+(``in == out + dropped`` per stage and source, written files agreeing) the staging
+folder is committed to ``<output>``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import functools
 import hashlib
 import json
 import logging
 import os
+import pickle
 import shutil
+import signal
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
-import xxhash
 
-from datapipe import schema as S
+from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
-from datapipe.spec import JobSpec, StageSpec, is_global, job_schema, reader_for_source
-from datapipe.stage import BatchStats, StageContext
+from datapipe.spec import JobSpec, reader_for_source
+from datapipe.splitwork import (ROW, SPLIT, Phase, PhaseEnv, SplitRef, SplitRunner, is_legacy_global, phases, sha256_of,
+                                verify_done)
+from datapipe.stage import BatchStats, GlobalStage, StageContext
 
 log = logging.getLogger(__name__)
 
 SUCCESS = "_SUCCESS"
-OUTPUT_KINDS = ("documents", "rejects")
-REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
-NOT_WRITTEN = {S.RAW, "tokens"}
+JOB_MARK = "_JOB"
 
 
 @dataclasses.dataclass
@@ -54,16 +60,17 @@ class RunResult:
 
 # -- Ray ---------------------------------------------------------------------------
 
-def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> None:
+def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
     """Join the cluster named by ``RAY_ADDRESS``, or start an embedded local Ray.
-    Workers' output reaches the console only when ``verbose`` (default: debug logging
-    is on, i.e. ``datapipe -v``)."""
+    True when this call started (or joined) Ray, so the caller may shut it down. Workers'
+    output reaches the console only when ``verbose`` (default: debug logging is on, i.e.
+    ``datapipe -v``)."""
     import ray
 
     from datapipe.progress import ray_init_kwargs
 
     if ray.is_initialized():
-        return
+        return False
     if verbose is None:
         verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
@@ -74,6 +81,7 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> None:
     else:
         log.info("starting an embedded local Ray (num_cpus=%s)", job.execution.num_cpus or "all")
         ray.init(num_cpus=job.execution.num_cpus, include_dashboard=False, **ray_init_kwargs(verbose))
+    return True
 
 
 def _cluster_cpus() -> int:
@@ -82,224 +90,211 @@ def _cluster_cpus() -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-# -- read --------------------------------------------------------------------------
+# -- plan --------------------------------------------------------------------------
 
-def _tally_marks(table: pa.Table, stage: str, *, count_raw: bool) -> dict[str, BatchStats]:
-    """Per-source stats of ``stage`` read off the reject marks: its input is every row
-    still alive or dropped by it; bytes are text (plus raw markup when ``count_raw``)."""
-    stats: dict[str, BatchStats] = {}
-    nbytes = pc.fill_null(pc.binary_length(table.column(S.TEXT)), 0)
-    if count_raw:
-        nbytes = pc.add(nbytes, pc.fill_null(pc.binary_length(table.column(S.RAW)), 0))
-    for src, by, reason, nb in zip(table.column(S.SOURCE).to_pylist(), table.column(S.REJECT_STAGE).to_pylist(),
-                                   table.column(S.REJECT_REASON).to_pylist(), nbytes.to_pylist()):
-        if reason is not None and by != stage:
-            continue
-        st = stats.setdefault(src, BatchStats())
-        st.docs_in += 1
-        st.bytes_in += nb
-        if reason is None:
-            st.docs_out += 1
-            st.bytes_out += nb
-        else:
-            st.dropped[reason] = st.dropped.get(reason, 0) + 1
-    return stats
-
-
-def _read_split(reader, split, collector, schema: pa.Schema):
-    from datapipe.stats import record
-
-    t0 = time.perf_counter()
-    for table in reader.read(split):
-        table = S.conform(table, schema)
-        stats = _tally_marks(table, "read", count_raw=True)
-        elapsed = time.perf_counter() - t0
-        for st in stats.values():
-            st.seconds = elapsed * st.docs_in / max(1, table.num_rows)
-        record(collector, "read", stats)
-        yield table
-        t0 = time.perf_counter()
-
-
-def _datasource(job: JobSpec, collector, schema: pa.Schema):
-    from ray.data.block import BlockMetadata
-    from ray.data.datasource import Datasource, ReadTask
-
-    entries = []
+def split_refs(job: JobSpec) -> list[SplitRef]:
+    """Every source's read splits, numbered in plan order (names depend on this only)."""
+    refs = []
     for src in job.sources:
         reader = reader_for_source(job, src)
-        for split in reader.plan(list(src.files), split_bytes=job.execution.split_bytes):
-            entries.append((reader, split))
-
-    class DocumentsDatasource(Datasource):
-        def get_name(self) -> str:
-            return "ReadDocuments"
-
-        def estimate_inmemory_data_size(self):
-            return sum(f.size for src in job.sources for f in src.files)
-
-        def get_read_tasks(self, parallelism, per_task_row_limit=None, data_context=None):
-            tasks = []
-            for reader, split in entries:
-                size = split.num_bytes
-                meta = BlockMetadata(num_rows=None, size_bytes=size, exec_stats=None,
-                                     input_files=tuple(f.path for f in split.files))
-                fn = functools.partial(_read_split, reader, split, collector, schema)
-                tasks.append(ReadTask(fn, meta, schema=schema))
-            return tasks
-
-    return DocumentsDatasource(), len(entries)
+        for i, split in enumerate(reader.plan(list(src.files), split_bytes=job.execution.split_bytes)):
+            refs.append(SplitRef(source=src.name, index=i, split=split))
+    return refs
 
 
-# -- stages ------------------------------------------------------------------------
-
-class SegmentUDF:
-    """Runs consecutive batch stages in one process (fused), recording each stage's stats."""
-
-    def __init__(self, stages: list[StageSpec], collector, schemas: list[pa.Schema]) -> None:
-        self._stages = [st.make() for st in stages]
-        self._names = [st.name for st in stages]
-        for st in self._stages:
-            st.ensure_setup()
-        self._collector = collector
-        self._schemas = schemas
-
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        from datapipe.stats import record
-
-        for name, stage, schema in zip(self._names, self._stages, self._schemas):
-            rows = batch.num_rows
-            batch, stats = stage.process(batch)
-            if batch.num_rows != rows:
-                raise JobError(f"stage {name!r} returned {batch.num_rows} rows for {rows}: stages mark drops, never remove rows")
-            batch = S.conform(batch, schema)
-            record(self._collector, name, stats)
-        return batch
+def _compute(job: JobSpec, phase: Phase, cpus: int | None) -> str:
+    if phase.needs_actor():
+        n = job.execution.actors_per_stage or cpus
+        return (f"{n} actor(s)" if n else "one actor per CPU") + ", 1 CPU each, read fused in"
+    return "tasks, 1 CPU each, one per split"
 
 
-def _run_segment_task(batch: pa.Table, stages, collector, schemas) -> pa.Table:
-    return SegmentUDF(stages, collector, schemas)(batch)
-
-
-def _tally_global(batch: pa.Table, name: str, collector) -> pa.Table:
-    """Stats for a global stage, from the marks it left."""
-    from datapipe.stats import record
-
-    record(collector, name, _tally_marks(batch, name, count_raw=False))
-    return batch
-
-
-def segments(job: JobSpec) -> list[list[StageSpec]]:
-    """Consecutive batch stages grouped together; each global stage alone."""
-    out: list[list[StageSpec]] = []
-    for st in job.stages:
-        if is_global(st) or not out or is_global(out[-1][0]):
-            out.append([st])
-        else:
-            out[-1].append(st)
-    return out
-
-
-def describe_plan(job: JobSpec) -> list[str]:
-    """Human-readable plan (what ``datapipe validate`` prints)."""
+def describe_plan(job: JobSpec, cpus: int | None = None) -> list[str]:
+    """Human-readable plan (what ``datapipe validate`` prints): sources and splits, and
+    for every phase its stages and the compute it gets (``cpus``: the cluster's, when
+    known)."""
     lines = [f"job {job.name!r} ({job.path}) -> {job.output}", f"on_error: {job.on_error}", "sources:"]
     for src in job.sources:
         reader = reader_for_source(job, src)
         splits = reader.plan(list(src.files), split_bytes=job.execution.split_bytes)
         mb = sum(f.size for f in src.files) / 1e6
         lines.append(f"  {src.name:<10} {src.format:<8} {len(src.files):>5} files {mb:>9.2f} MB "
-                     f"{len(splits):>5} read tasks  root={src.root}")
-    lines.append("stages:")
-    for i, seg in enumerate(segments(job)):
-        if is_global(seg[0]):
-            mode = "global (multi-pass)"
-        elif any(st.cls.needs_actor() for st in seg):
-            mode = "actor pool (fused)"
-        else:
-            mode = "tasks (fused)"
-        for st in seg:
+                     f"{len(splits):>5} splits  root={src.root}")
+    lines.append("phases (each one pass over the splits; text never leaves its split's task):")
+    for ph in phases(job):
+        head = f"  [{ph.index}] {_compute(job, ph, cpus)}"
+        if ph.before is not None:
+            head += f"; applies {ph.before.name}'s decisions"
+        lines.append(head)
+        for st in ph.stages:
             adds = ", ".join(st.cls.adds) or "-"
             only = f"; only sources: {', '.join(sorted(st.sources))}" if st.sources is not None else ""
-            lines.append(f"  [{i}] {st.name:<18} {mode:<20} reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
-    lines.append("outputs: documents/ and rejects/ (Parquet, partitioned by source), report.json, "
-                 "report.md, drops.png, manifest.json")
+            lines.append(f"      {st.name:<18} {st.cls.kind:<14} reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
+        if ph.after is not None:
+            lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver")
+    fmt = job.output_options.format
+    lines.append(f"outputs: documents/<source>/part-<split> and rejects/<source>/part-<split> ({fmt}), "
+                 + ("shards/<source>/ (per split) + manifest, " if job.shards is not None else "")
+                 + "report.json, report.md, drops.png, manifest.json")
+    lines.append(f"retries: task {job.execution.max_retries}, actor restarts {job.execution.max_restarts}; "
+                 "no block is ever skipped (max_errored_blocks = 0)")
     return lines
 
 
-# -- write -------------------------------------------------------------------------
+# -- one phase ---------------------------------------------------------------------
 
-def _add_keys(batch: pa.Table, partitions: int) -> pa.Table:
-    ids = batch.column(S.ID).to_pylist()
-    buckets = pa.array([xxhash.xxh3_64_intdigest(i.encode("utf-8", "surrogatepass")) % partitions for i in ids], pa.int32())
-    kinds = pc.if_else(pc.is_null(batch.column(S.REJECT_REASON)), "documents", "rejects")
-    return batch.append_column("_kind", kinds).append_column("_bucket", buckets)
+def _run_split_task(batch: pa.Table, env: PhaseEnv) -> pa.Table:
+    return SplitRunner(env)(batch)
 
 
-def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
-    kind = group.column("_kind")[0].as_py()
-    source = group.column(S.SOURCE)[0].as_py()
-    bucket = group.column("_bucket")[0].as_py()
-    keep = [c for c in group.column_names if c not in NOT_WRITTEN and c not in ("_kind", "_bucket")]
-    table = group.select(keep)
-    if kind == "documents":
-        table = table.drop_columns([S.REJECT_STAGE, S.REJECT_REASON, S.REJECT_DETAIL])
-    else:
-        table = table.rename_columns([REJECT_RENAMES.get(c, c) for c in table.column_names])
-    order = pc.sort_indices(table, sort_keys=[(S.ID, "ascending"), (S.ORIGIN, "ascending"), (S.TEXT, "ascending")])
-    table = table.take(order).combine_chunks()
-    rel = f"{kind}/source={source}/part-{bucket:05d}.parquet"
-    path = os.path.join(staging, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp, compression=None if compression == "none" else compression)
-    os.replace(tmp, path)
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    counts: dict[str, int] = {}
-    if kind == "rejects":
-        for stage, reason in zip(table.column("reject_stage").to_pylist(), table.column("reject_reason").to_pylist()):
-            key = f"{stage}\t{reason}"
-            counts[key] = counts.get(key, 0) + 1
-    text_bytes = S.text_bytes(table) if S.TEXT in table.column_names else 0
-    num_tokens = int(pc.sum(table.column("num_tokens")).as_py() or 0) if "num_tokens" in table.column_names else 0
-    return pa.table({
-        "kind": [kind], "source": [source], "path": [rel], "rows": [table.num_rows],
-        "file_bytes": [os.path.getsize(path)], "text_bytes": [text_bytes], "sha256": [digest],
-        "reject_counts": [json.dumps(counts, sort_keys=True)],
-        "num_tokens": [num_tokens],
-    })
+def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
+    """Records of every split for ``env.phase`` (reused or computed), in ``refs`` order,
+    and how many were reused."""
+    import ray
+
+    done: dict[str, dict] = {}
+    if resume:
+        for ref in refs:
+            rec = verify_done(env.done_path(ref), env.staging)
+            if rec is not None and rec.get("input") == env.input_digest:
+                done[ref.key] = rec
+    reused = len(done)
+    todo = [ref for ref in refs if ref.key not in done]
+    if todo:
+        ex = env.job.execution
+        items = [{"ref": pickle.dumps(ref)} for ref in todo]
+        ds = ray.data.from_items(items, override_num_blocks=len(items))
+        common = dict(batch_size=1, batch_format="pyarrow", num_cpus=1)
+        if env.phase.needs_actor():
+            size = min(ex.actors_per_stage or _cluster_cpus(), len(todo))
+            ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
+                                compute=ray.data.ActorPoolStrategy(size=size),
+                                max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
+        else:
+            ds = ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
+        for row in ds.iter_rows():
+            if row["error"] is not None:
+                raise pickle.loads(row["error"])
+            rec = json.loads(row["record"])
+            done[rec["key"]] = rec
+            on_done(rec)
+    return [done[ref.key] for ref in refs], reused
 
 
-def write_outputs(ds, staging: str, job: JobSpec) -> list[dict[str, Any]]:
-    keyed = ds.map_batches(_add_keys, fn_kwargs={"partitions": job.output_options.partitions},
-                           batch_format="pyarrow")
-    groups = 2 * len(job.sources) * job.output_options.partitions
-    written = keyed.groupby(["_kind", S.SOURCE, "_bucket"], num_partitions=min(200, groups)).map_groups(
-        _write_group, fn_kwargs={"staging": staging, "compression": job.output_options.compression},
-        batch_format="pyarrow")
-    rows = written.take_all()
-    return sorted(rows, key=lambda r: r["path"])
+# -- global stages -----------------------------------------------------------------
+
+class _LegacyGlobal:
+    """Temporary bridge for a global stage that still has the old ``run(ds, ctx)``
+    (until stages/dedup implements ``side``/``decide``): its side rows are the alive
+    rows themselves (text included, so this bridge moves text once more), and its
+    decisions are the rows its ``run`` marks."""
+
+    def __init__(self, stage: GlobalStage) -> None:
+        self.stage = stage
+
+    def decide(self, side: list[str], ctx: StageContext) -> str | None:
+        import ray
+
+        from datapipe import schema as S
+
+        marked = self.stage.run(ray.data.read_parquet(side), ctx)
+        rows = marked.filter(lambda r: r[S.REJECT_STAGE] == self.stage.name).select_columns(
+            [SPLIT, ROW, S.REJECT_REASON, S.REJECT_DETAIL]).take_all()
+        if not rows:
+            return None
+        prefix = len(self.stage.name) + 1
+        table = pa.table({SPLIT: [r[SPLIT] for r in rows], ROW: pa.array([r[ROW] for r in rows], pa.int64()),
+                          "reason": [r[S.REJECT_REASON][prefix:] for r in rows],
+                          "detail": [r[S.REJECT_DETAIL] for r in rows]}).sort_by([(SPLIT, "ascending"), (ROW, "ascending")])
+        path = os.path.join(ctx.work_dir, "decisions.parquet")
+        pq.write_table(table, path)
+        return path
 
 
-def write_token_shards(final, staging: Path, job: JobSpec, echo: Callable[[str], None]) -> dict[str, str]:
-    """Megatron shards + a manifest per source from the kept documents' ``tokens``,
-    ordered by a seeded hash of the id (never by scheduling)."""
-    from datapipe.shards import write_shards
+def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
+    st = phase.after
+    assert st is not None
+    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
+                       stage_index=st.index)
+    os.makedirs(ctx.work_dir, exist_ok=True)
+    if not side:
+        return None, ctx.report
+    stage = st.make()
+    if is_legacy_global(type(stage)):
+        shutil.rmtree(ctx.work_dir)  # the old passes expect a fresh folder, even on resume
+        os.makedirs(ctx.work_dir)
+        return _LegacyGlobal(stage).decide(side, ctx), ctx.report
+    return stage.decide(side, ctx), ctx.report
+
+
+def _digest(uri: str | None) -> str:
+    """Identifies a global stage's decisions, so a restarted job reuses the next phase's
+    splits only when the decisions are the same bytes."""
+    if uri is None:
+        return "none"
+    files = [uri] if os.path.isfile(uri) else sorted(str(p) for p in Path(uri).rglob("*.parquet"))
+    h = hashlib.sha256()
+    for f in files:
+        h.update(sha256_of(f).encode())
+    return h.hexdigest()
+
+
+# -- shards ------------------------------------------------------------------------
+
+def _shard_env(job: JobSpec, staging: Path):
+    """(TokenizerInfo, ShardOptions, lineage) for the tasks, with the tokenizer file
+    copied beside the shards so ``shards inspect`` decodes without being told."""
     from datapipe.tokenizer import tokenizer_info
 
     st = job.tokenize_stage()
     info = tokenizer_info(st.config.tokenizer, eos=getattr(st.config, "eos", None))
-    info = dataclasses.replace(info, path=os.path.basename(os.path.normpath(str(info.path))))  # portable manifests
+    if os.path.isfile(str(info.path)):
+        info = dataclasses.replace(info, path="tokenizer.json")
+    else:
+        info = dataclasses.replace(info, path=os.path.basename(os.path.normpath(str(info.path))))
     lineage = {
         "job": job.name,
         "spec_hash": job.spec_hash(),
         "inputs": [{"source": s.name, "path": f.rel, "bytes": f.size} for s in job.sources for f in s.files],
     }
-    opts = job.shards
-    echo(f"writing token shards ({opts.shard_tokens} tokens per shard) ...")
-    alive = final.select_columns([S.ID, S.SOURCE, "tokens", S.REJECT_REASON])
-    return write_shards(alive, staging / "shards", tokenizer_info=info, shard_tokens=opts.shard_tokens,
-                        seed=opts.seed, batch_rows=opts.batch_rows, lineage=lineage, span_documents=opts.span_documents,
-                        sources=[s.name for s in job.sources])
+    return info, job.shards, lineage
+
+
+def merge_shard_manifests(job: JobSpec, staging: Path, shard_env, records: list[dict]) -> dict[str, str]:
+    """One manifest per source from the splits' manifests, splits in plan order
+    (O(shards) work on the driver). Every source gets one, empty when nothing is kept."""
+    from datapipe.shards import FORMAT, MANIFEST, VERSION, shard_dtype
+
+    info, opts, lineage = shard_env
+    tokenizer_src = job.tokenize_stage().config.tokenizer
+    out: dict[str, str] = {}
+    for src in job.sources:
+        shards = []
+        docs = 0
+        for rec in records:
+            if rec["key"].split("/")[0] != src.name or not rec.get("shards"):
+                continue
+            m = json.loads(Path(rec["shards"]["manifest"]).read_text())
+            part = rec["key"].split("/")[1]
+            shards.extend({**r, "split": part} for r in m["shards"])
+            docs += m["totals"]["documents"]
+        folder = staging / "shards" / src.name
+        folder.mkdir(parents=True, exist_ok=True)
+        if info.path == "tokenizer.json":
+            shutil.copyfile(tokenizer_src, folder / "tokenizer.json")
+        manifest = {
+            "format": FORMAT, "version": VERSION, "source": src.name, "dtype": shard_dtype(info.vocab_size),
+            "shard_tokens": opts.shard_tokens, "span_documents": opts.span_documents, "tokenizer": info.to_manifest(),
+            "order": {"key": "read splits in plan order; within a split xxh3_64(id utf-8, seed), then id",
+                      "seed": opts.seed},
+            "shards": shards,
+            "totals": {"tokens": sum(r["tokens"] for r in shards), "documents": docs, "shards": len(shards)},
+            "lineage": lineage,
+        }
+        path = folder / MANIFEST
+        path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
+        out[src.name] = str(path)
+    return out
 
 
 # -- accounting --------------------------------------------------------------------
@@ -358,11 +353,66 @@ def _status(output: Path) -> dict[str, Any] | None:
     return None
 
 
+def _open_staging(staging: Path, job_hash: str, force: bool, echo: Callable[[str], None]) -> bool:
+    """Prepare ``staging``; True when it holds an interrupted run of this same job to resume."""
+    mark = staging / JOB_MARK
+    if staging.exists():
+        same = mark.is_file() and mark.read_text().strip() == job_hash
+        if same and not force:
+            echo(f"resuming the interrupted run in {staging} (same job hash {job_hash})")
+            return True
+        echo(f"removing leftovers of an interrupted run: {staging}")
+        shutil.rmtree(staging)
+    (staging / "work").mkdir(parents=True)
+    mark.write_text(job_hash + "\n")
+    return False
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C (KeyboardInterrupt) while the job runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_term(signum, frame):
+        raise KeyboardInterrupt("SIGTERM")
+
+    old = signal.signal(signal.SIGTERM, on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _progress(chain: list[str], echo: Callable[[str], None]):
+    try:
+        from datapipe.progress import Progress
+    except ImportError:
+        return _SplitCounter(echo)
+    return Progress(chain, echo)
+
+
+class _SplitCounter:
+    """Fallback progress: one line at most every 10 s with splits done."""
+
+    def __init__(self, echo: Callable[[str], None]) -> None:
+        self.echo, self.n, self.last = echo, 0, time.time()
+
+    def split_done(self, stats: dict) -> None:
+        self.n += 1
+        if time.time() - self.last >= 10:
+            self.echo(f"{self.n} split(s) done")
+            self.last = time.time()
+
+    def close(self) -> None:
+        pass
+
+
 def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = print) -> RunResult:
     """Run ``job`` end to end. A completed run with the same job hash is reused unless
-    ``force``; a folder holding something else is never overwritten without ``force``."""
-    from datapipe.report import build_report, write_report
-
+    ``force``; a folder holding something else is never overwritten without ``force``;
+    an interrupted run of the same job resumes from its finished splits."""
     out = Path(job.output)
     job_hash = job.job_hash()
     done = _status(out)
@@ -379,95 +429,78 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
         raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
     staging = out.with_name(out.name + ".staging")
-    if staging.exists():
-        echo(f"removing leftovers of an interrupted run: {staging}")
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    (staging / "work").mkdir()
-
-    import ray
-
-    from datapipe.stats import StatsCollector
-
+    resume = _open_staging(staging, job_hash, force, echo)
     from datapipe.progress import quiet_ray, restore_ray_logging
 
     verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
-    ensure_ray(job, verbose=verbose)
+    started_ray = ensure_ray(job, verbose=verbose)
     ray_log = quiet_ray(staging / "logs", verbose=verbose)   # Ray's chatter to logs/ray.log
-    ctx = ray.data.DataContext.get_current()
-    # stages whose result depends on which documents share a batch need batches formed
-    # in read order, not in the order Ray tasks happen to finish
-    ctx.execution_options.preserve_order = any(st.make().needs_stable_batches() for st in job.stages)
-    started = time.time()
-    collector = StatsCollector.remote()
-    echo("\n".join(describe_plan(job)))
+    import ray
 
-    schema0 = job_schema(job, 0)
-    datasource, n_tasks = _datasource(job, collector, schema0)
-    ds = ray.data.read_datasource(datasource, override_num_blocks=max(1, n_tasks))
-    chain = ["read"]
-    stage_reports: dict[str, Any] = {}
-    global_seconds: dict[str, float] = {}
-    cpus = _cluster_cpus()
+    ctx = ray.data.DataContext.get_current()
+    ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
+    echo("\n".join(describe_plan(job, _cluster_cpus())))
     try:
-        for seg in segments(job):
-            if is_global(seg[0]):
-                st = seg[0]
-                ds = ds.materialize()
-                gctx = StageContext(work_dir=str(staging / "work" / st.name), sources=tuple(s.name for s in job.sources),
-                                    stage_index=st.index)
-                os.makedirs(gctx.work_dir, exist_ok=True)
-                t0 = time.perf_counter()
-                stage = st.make()
-                ds = stage.run(ds, gctx).materialize()
-                global_seconds[st.name] = time.perf_counter() - t0
-                ds = ds.map_batches(_tally_global, fn_kwargs={"name": st.name, "collector": collector},
-                                    batch_format="pyarrow").materialize()
-                stage_reports[st.name] = gctx.report
-                chain.append(st.name)
-                continue
-            stages = list(seg)
-            schemas = [job_schema(job, st.index + 1) for st in seg]
-            if any(st.cls.needs_actor() for st in seg):
-                size = job.execution.actors_per_stage or max(1, cpus - 1)
-                ds = ds.map_batches(SegmentUDF, fn_constructor_kwargs={"stages": stages, "collector": collector, "schemas": schemas},
-                                    batch_format="pyarrow", batch_size=job.execution.batch_rows, concurrency=size,
-                                    num_cpus=1)
-            else:
-                ds = ds.map_batches(_run_segment_task, fn_kwargs={"stages": stages, "collector": collector, "schemas": schemas},
-                                    batch_format="pyarrow", batch_size=job.execution.batch_rows)
-            chain.extend(st.name for st in seg)
-        final = ds.materialize()
-        files = write_outputs(final, str(staging), job)
-        shard_manifests = write_token_shards(final, staging, job, echo) if job.shards is not None else {}
+        with _interruptible():
+            return _execute(job, staging, job_hash, resume=resume, echo=echo)
+    except KeyboardInterrupt:
+        echo(f"interrupted: finished splits are kept in {staging}. Run the same command again to resume "
+             "from them (same spec and inputs), or add --force to start clean.")
+        if started_ray:
+            ray.shutdown()
+        raise
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
         cause = _user_error(e)
         if cause is not None:
             raise cause from None
         raise
+    finally:
+        restore_ray_logging(ray_log)
+
+
+def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: Callable[[str], None]) -> RunResult:
+    from datapipe.report import build_report, write_report
+
+    started = time.time()
+    refs = split_refs(job)
+    shard_env = _shard_env(job, staging) if job.shards is not None else None
+    chain = ["read"] + [st.name for st in job.stages]
+    progress = _progress(chain, echo)
+    records: list[dict] = []
+    reused: list[int] = []
+    global_seconds: dict[str, float] = {}
+    stage_reports: dict[str, Any] = {}
+    decisions, digest = None, ""
+    for ph in phases(job):
+        env = PhaseEnv(job=job, phase=ph, staging=str(staging), decisions=decisions, input_digest=digest,
+                       shards=shard_env if ph.after is None else None)
+        recs, n_reused = _run_phase(env, refs, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
+        records.extend(recs)
+        reused.append(n_reused)
+        if ph.after is not None:
+            t0 = time.perf_counter()
+            decisions, stage_reports[ph.after.name] = _decide(ph, sorted(r["side"] for r in recs if r["side"]), env, job)
+            global_seconds[ph.after.name] = time.perf_counter() - t0
+            digest = _digest(decisions)
+    progress.close()
+    last = [r for r in records if r["phase"] == len(reused) - 1]
+    files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
+    stats = ST.merge_dicts(r["stats"] for r in records)
+    for name, seconds in global_seconds.items():  # decide() time on the driver
+        for st in stats.get(name, {}).values():
+            st["seconds"] += seconds * st["docs_in"] / max(1, sum(s["docs_in"] for s in stats[name].values()))
+    _sweep_tmp(staging)
     wall = time.time() - started
 
-    stats = ray.get(collector.snapshot.remote())
     by_name = {st.name: st for st in job.stages}
     problems = check_accounting(chain, stats, files, [s.name for s in job.sources],
                                 lambda stage, src: stage == "read" or by_name[stage].applies_to(src))
-    shard_totals = {}
-    if job.shards is not None:
-        from datapipe.shards import conservation_problems
-
-        expected: dict[str, tuple[int, int]] = {}
-        for f in files:
-            if f["kind"] == "documents":
-                docs, toks = expected.get(f["source"], (0, 0))
-                expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
-        problems += conservation_problems(expected, shard_manifests)
-        for src, mpath in sorted(shard_manifests.items()):
-            m = json.loads(Path(mpath).read_text())
-            shard_totals[src] = {**m["totals"], "manifest": os.path.relpath(mpath, staging),
-                                 "sha256": hashlib.sha256(Path(mpath).read_bytes()).hexdigest()}
+    shard_totals = _shard_totals(job, staging, shard_env, last, files, problems) if shard_env is not None else {}
+    splits = {"total": len(refs), "phases": len(reused), "reused": reused[0] if reused else 0,
+              "reused_per_phase": reused}
     report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
                           global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash,
-                          shards=shard_totals)
+                          shards=shard_totals, splits=splits)
     from datapipe.inspect_rejects import drop_examples, examples_markdown
 
     report["drop_examples"] = drop_examples(staging)        # report.json/report.md only, not the console
@@ -487,13 +520,39 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(staging / "work", ignore_errors=True)
+    (staging / JOB_MARK).unlink()
     (staging / SUCCESS).write_text(json.dumps({"job_hash": job_hash, "spec_hash": job.spec_hash(),
                                                "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
+    out = Path(job.output)
     _commit(staging, out)
-    restore_ray_logging(ray_log)
     echo(report["summary_text"])
     echo(f"output committed: {out}")
     return RunResult(output=str(out), skipped=False, report=report)
+
+
+def _shard_totals(job: JobSpec, staging: Path, shard_env, records: list[dict], files: list[dict],
+                  problems: list[str]) -> dict[str, Any]:
+    from datapipe.shards import conservation_problems
+
+    manifests = merge_shard_manifests(job, staging, shard_env, records)
+    expected: dict[str, tuple[int, int]] = {}
+    for f in files:
+        if f["kind"] == "documents":
+            docs, toks = expected.get(f["source"], (0, 0))
+            expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
+    problems += conservation_problems(expected, manifests)
+    totals = {}
+    for src, mpath in sorted(manifests.items()):
+        m = json.loads(Path(mpath).read_text())
+        totals[src] = {**m["totals"], "manifest": os.path.relpath(mpath, staging), "sha256": sha256_of(mpath)}
+    return totals
+
+
+def _sweep_tmp(staging: Path) -> None:
+    """Remove temporary files left by killed attempts (their split was redone)."""
+    for kind in ("documents", "rejects", "shards"):
+        for p in (staging / kind).rglob("*.tmp") if (staging / kind).exists() else ():
+            p.unlink(missing_ok=True)
 
 
 def _commit(staging: Path, out: Path) -> None:

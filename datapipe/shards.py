@@ -86,10 +86,15 @@ class SourceShardWriter:
 
     def __init__(
         self, folder: Path, source: str, *, tokenizer_info: TokenizerInfo, shard_tokens: int,
-        seed: int, lineage: Mapping[str, Any], span_documents: bool = False,
+        seed: int, lineage: Mapping[str, Any], span_documents: bool = False, stem: str | None = None,
+        manifest_path: Path | None = None,
     ) -> None:
         self.folder = Path(folder)
         self.source = source
+        #: shard files are ``<stem>-NNNNN``; the runner passes ``<source>-<split>`` so
+        #: every read split writes its own shards, and merges the manifests afterwards
+        self.stem = stem or source
+        self.manifest_path = Path(manifest_path) if manifest_path is not None else self.folder / MANIFEST
         self.info = tokenizer_info
         self.shard_tokens = shard_tokens
         self.span_documents = span_documents
@@ -182,7 +187,7 @@ class SourceShardWriter:
     # -- shards --------------------------------------------------------------------
     def _open_shard(self) -> _OpenShard:
         index = len(self._records)
-        name = fmt.shard_name(self.source, index)
+        name = fmt.shard_name(self.stem, index)
         tmp = self.folder / f".{name}.bin.{self._token}.tmp"
         fh = open(tmp, "wb")
         self._open = _OpenShard(index=index, name=name, bin_tmp=tmp, fh=fh, hasher=fmt.new_hasher(),
@@ -248,8 +253,9 @@ class SourceShardWriter:
             order={"key": "xxh3_64(id utf-8, seed), then id", "seed": self.seed},
             shards=self._records, lineage=self.lineage,
         )
-        path = self.folder / MANIFEST
-        tmp = self.folder / f".{MANIFEST}.{self._token}.tmp"
+        path = self.manifest_path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{self._token}.tmp")
         with open(tmp, "wb") as f:
             f.write(data)
             f.flush()
@@ -632,7 +638,7 @@ def inspect_shards(
             for k, c in zip(*np.unique(b, return_counts=True)):
                 hist[f"{2**int(k)}-{2**(int(k) + 1) - 1}"] = int(c)
         first = _first_doc(m, excerpt_tokens)
-        excerpt, note = _decode(first, m, tokenizer)
+        excerpt, note = _decode(first, m, tokenizer, m.path.parent)
         report["sources"][m.source] = {
             "manifest": str(mp),
             "dtype": m.dtype,
@@ -652,10 +658,12 @@ def inspect_shards(
     return report
 
 
-def _decode(ids: np.ndarray, m: fmt.SourceManifest, tokenizer: str | None) -> tuple[str | None, str]:
+def _decode(ids: np.ndarray, m: fmt.SourceManifest, tokenizer: str | None, folder: Path) -> tuple[str | None, str]:
     from datapipe.tokenizer import fingerprint, load_tokenizer
 
     path = tokenizer or m.tokenizer.get("path")
+    if not tokenizer and path and (folder / path).is_file():  # a copy kept beside the shards
+        path = str(folder / path)
     if not path or not Path(path).exists():
         return None, f"tokenizer {path!r} not found; showing ids only (pass --tokenizer)"
     try:

@@ -51,13 +51,21 @@ SOURCE_KEYS = {"name", "format", "paths", "options"}
 
 @dataclass(kw_only=True, frozen=True)
 class ExecutionSpec:
-    """How the job uses Ray. ``num_cpus`` only applies to the embedded local Ray."""
+    """How the job uses Ray. ``num_cpus`` only applies to the embedded local Ray.
+
+    ``actors_per_stage``: actors for a segment with a model stage (default: every CPU
+    of the cluster; read is fused into the actors, so no core is left idle).
+    ``max_retries``: times a split's task (or an actor's call) is retried after its
+    worker died; ``max_restarts``: times a dead stage actor is restarted. A retried
+    split rewrites its own files, so nothing is counted twice."""
 
     num_cpus: int | None = None
     split_bytes: int = 64 << 20
     batch_rows: int = 256
     actors_per_stage: int | None = None
     max_doc_bytes: int = 16 << 20
+    max_retries: int = 3
+    max_restarts: int = 3
 
     def __post_init__(self) -> None:
         if self.split_bytes < 1024:
@@ -67,22 +75,28 @@ class ExecutionSpec:
         if self.num_cpus is not None and self.num_cpus < 1:
             raise SpecError(f"execution.num_cpus must be >= 1, got {self.num_cpus}")
         if self.actors_per_stage is not None and self.actors_per_stage < 1:
-            raise SpecError(f"execution.actors_per_stage must be >= 1 (or null for CPUs - 1), got {self.actors_per_stage}")
+            raise SpecError(f"execution.actors_per_stage must be >= 1 (or null for one per CPU), got {self.actors_per_stage}")
         if self.max_doc_bytes < 1:
             raise SpecError(f"execution.max_doc_bytes must be >= 1, got {self.max_doc_bytes}")
+        for key in ("max_retries", "max_restarts"):
+            if getattr(self, key) < 0:
+                raise SpecError(f"execution.{key} must be >= 0 (0: never retry), got {getattr(self, key)}")
 
 
 @dataclass(kw_only=True, frozen=True)
 class OutputSpec:
-    """``partitions``: Parquet files per source for documents and for rejects. Documents
-    go to a file by a hash of their id, so the split never depends on scheduling."""
+    """``format``: ``parquet`` (default) or ``jsonl`` (Dolma-style lines: ``id``,
+    ``text``, ``source``, ``metadata``). ``compression``: for Parquet, a codec; for
+    JSONL, ``zstd``/``gzip`` compress the file (``.jsonl.zst``/``.jsonl.gz``), ``none``
+    writes plain ``.jsonl``. One file per read split and kind, named by the split."""
 
-    partitions: int = 2
+    format: Literal["parquet", "jsonl"] = "parquet"
     compression: Literal["zstd", "snappy", "gzip", "none"] = "zstd"
 
     def __post_init__(self) -> None:
-        if not 1 <= self.partitions <= 4096:
-            raise SpecError(f"output_options.partitions must be in 1..4096, got {self.partitions}")
+        if self.format == "jsonl" and self.compression == "snappy":
+            raise SpecError("output_options.compression: snappy is for Parquet only; with format jsonl use "
+                            "zstd, gzip or none")
 
 
 @dataclass(kw_only=True, frozen=True)

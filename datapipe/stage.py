@@ -18,8 +18,9 @@ Kinds, each writing one method:
 * :class:`AnnotatorStage` – ``annotate(batch) -> {column: array}`` for the columns in
   ``adds``. A filter or formatter may also define ``annotate``; it runs first and its
   columns are visible to ``keep``/``format``.
-* :class:`GlobalStage` – multi-pass stages (dedup) that need the whole dataset:
-  ``run(ds, ctx) -> ds``. They must mark drops, never remove rows.
+* :class:`GlobalStage` – stages that must see every split before deciding (dedup):
+  ``side(batch) -> compact table`` per split, ``decide(side files, ctx) -> decisions``
+  once on the driver; the runner applies the decisions where the text is.
 """
 
 from __future__ import annotations
@@ -373,20 +374,44 @@ class RewriteFilterStage(BatchStage):
 
 
 class GlobalStage(Stage):
-    """A multi-pass stage over the whole dataset (dedup). ``run`` must keep every row,
-    marking drops in the reject columns with ``_reject_stage == name``; the runner
-    tallies its stats from those marks."""
+    """A stage that needs to see every split before it can decide (dedup).
+
+    Text never leaves the task that read it. The runner runs each read split up to this
+    stage, writes the split's rows to a work file and calls :meth:`side` on them; once
+    every split is done it calls :meth:`decide` once on the driver; then each split's
+    task reloads its own rows, marks the decided ones as rejects of this stage
+    (``<name>:<reason>``) and goes on with the rest of the chain. The runner tallies the
+    stage's stats from those marks.
+    """
 
     kind = "global"
 
-    def run(self, ds: Any, ctx: "StageContext") -> Any:
+    def side(self, batch: pa.Table) -> pa.Table:
+        """In each split's task, on the rows this stage sees (alive and applicable; the
+        runner filters), in read order. Returns exactly one row per input row with
+        compact columns only, never text (id, source, hashes, signatures...).
+        Deterministic. The runner appends ``_split`` (string: the read split's key) and
+        ``_row`` (int64: the row's position among that split's rows) and writes the
+        result as Parquet under ``<ctx.work_dir>/side/``."""
+        raise NotImplementedError
+
+    def decide(self, side: list[str], ctx: "StageContext") -> str | None:
+        """Once, on the driver, after every split's side file is committed; may run Ray
+        Data passes over the side files (never over text). Returns the URI of a Parquet
+        dataset (file or folder) of drop decisions with columns ``_split`` (string),
+        ``_row`` (int64), ``reason`` (string, rule name without the stage prefix),
+        ``detail`` (string, nullable), sorted by (``_split``, ``_row``); or None when
+        nothing is dropped. Fills ``ctx.report``. Deterministic in (side contents,
+        config); may reuse its own committed artifacts under ``ctx.work_dir`` when their
+        input hash matches (resume)."""
         raise NotImplementedError
 
 
 @dataclass(kw_only=True)
 class StageContext:
-    """What a global stage gets besides the dataset: where it may write durable
-    artifacts between its passes, the job's sources and their priority."""
+    """What a global stage's :meth:`~GlobalStage.decide` gets: where it may write durable
+    artifacts between its passes (a path or URI string), the job's sources in spec
+    order, its place in the chain, and a dict to fill for the report."""
 
     work_dir: str
     sources: tuple[str, ...]

@@ -1,38 +1,64 @@
-"""Per-stage, per-source counters collected from Ray workers.
+"""Stats as data: per-stage, per-source counters that travel with the work.
 
-Every batch a stage processes reports a :class:`~datapipe.stage.BatchStats` per source to
-one small actor per job; the runner reads the totals at the end and checks the
-accounting (``in == out + dropped`` for every stage, ``out`` of one stage equal to ``in``
-of the next, and the written datasets equal to what the last stage let through).
+Every split's task returns its own counters (``{stage: {source: BatchStats dict}}``) in
+its small result row and in its done-record; the driver adds them up once at the end.
+Nothing is sent anywhere while a task runs, so a retried task (whose failed attempt
+returned nothing) or a lost node can neither double-count nor lose a count: the counts
+of a split are exactly those of the attempt whose files were kept.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable, Mapping
 
-import ray
+import pyarrow as pa
+import pyarrow.compute as pc
 
+from datapipe import schema as S
 from datapipe.stage import BatchStats
 
-
-@ray.remote(num_cpus=0)
-class StatsCollector:
-    def __init__(self) -> None:
-        self._stats: dict[str, dict[str, dict[str, Any]]] = {}
-
-    def record(self, stage: str, per_source: dict[str, dict[str, Any]]) -> None:
-        by_source = self._stats.setdefault(stage, {})
-        for src, d in per_source.items():
-            cur = BatchStats.from_dict(by_source[src]) if src in by_source else BatchStats()
-            cur.merge(BatchStats.from_dict(d))
-            by_source[src] = cur.to_dict()
-
-    def snapshot(self) -> dict[str, dict[str, dict[str, Any]]]:
-        return self._stats
+#: ``{stage: {source: BatchStats}}``
+SplitStats = dict[str, dict[str, BatchStats]]
 
 
-def record(collector, stage: str, stats: dict[str, BatchStats]) -> None:
-    """Send one batch's stats and wait for the ack, so nothing is in flight when the
-    job's last task returns."""
-    if stats:
-        ray.get(collector.record.remote(stage, {s: st.to_dict() for s, st in stats.items()}))
+def add(into: SplitStats, stage: str, per_source: Mapping[str, BatchStats]) -> None:
+    """Add one batch's per-source stats of ``stage`` into ``into``."""
+    by_source = into.setdefault(stage, {})
+    for src, st in per_source.items():
+        by_source.setdefault(src, BatchStats()).merge(st)
+
+
+def to_dicts(stats: SplitStats) -> dict[str, dict[str, dict[str, Any]]]:
+    """JSON-ready view (what a task returns and a done-record stores)."""
+    return {stage: {src: st.to_dict() for src, st in sorted(by.items())} for stage, by in stats.items()}
+
+
+def merge_dicts(parts: Iterable[Mapping[str, Mapping[str, Mapping[str, Any]]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """Sum many splits' stats (as :func:`to_dicts` made them) into one."""
+    total: SplitStats = {}
+    for part in parts:
+        for stage, by in part.items():
+            add(total, stage, {src: BatchStats.from_dict(d) for src, d in by.items()})
+    return to_dicts(total)
+
+
+def tally_marks(table: pa.Table, stage: str, *, count_raw: bool) -> dict[str, BatchStats]:
+    """Per-source stats of ``stage`` read off the reject marks: its input is every row
+    still alive or dropped by it; bytes are text (plus raw markup when ``count_raw``)."""
+    stats: dict[str, BatchStats] = {}
+    nbytes = pc.fill_null(pc.binary_length(table.column(S.TEXT)), 0)
+    if count_raw:
+        nbytes = pc.add(nbytes, pc.fill_null(pc.binary_length(table.column(S.RAW)), 0))
+    for src, by, reason, nb in zip(table.column(S.SOURCE).to_pylist(), table.column(S.REJECT_STAGE).to_pylist(),
+                                   table.column(S.REJECT_REASON).to_pylist(), nbytes.to_pylist()):
+        if reason is not None and by != stage:
+            continue
+        st = stats.setdefault(src, BatchStats())
+        st.docs_in += 1
+        st.bytes_in += nb
+        if reason is None:
+            st.docs_out += 1
+            st.bytes_out += nb
+        else:
+            st.dropped[reason] = st.dropped.get(reason, 0) + 1
+    return stats

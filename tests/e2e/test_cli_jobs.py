@@ -61,7 +61,9 @@ def test_sample_job_prints_report_and_commits(sample_output):
     assert (out / "_SUCCESS").is_file() and (out / "drops.png").is_file()
 
 
-def test_killed_run_leaves_nothing_complete_and_rerun_matches(ray_cluster, repo_dir, tmp_path, sample_output):
+def test_killed_run_leaves_nothing_complete_and_rerun_resumes(ray_cluster, repo_dir, tmp_path, sample_output):
+    """The driver killed (SIGKILL) once some splits are done: nothing complete-looking is
+    left, and the re-run reuses the finished splits and writes the same bytes."""
     reference, _ = sample_output
     out = tmp_path / "out"
     staging = tmp_path / "out.staging"
@@ -69,18 +71,19 @@ def test_killed_run_leaves_nothing_complete_and_rerun_matches(ray_cluster, repo_
     proc = subprocess.Popen([sys.executable, "-m", "datapipe", "run", str(repo_dir / "jobs" / "sample.yaml"),
                              "--output", str(out)], env=env, cwd=repo_dir, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline = time.time() + 300
-    while not (staging / "work").exists() and time.time() < deadline:
-        time.sleep(0.2)
-    assert staging.exists(), "run never started writing"
-    time.sleep(3.0)
+    done = staging / "work" / "done"
+    deadline = time.time() + 600
+    while not (done.exists() and any(done.rglob("*.json"))) and time.time() < deadline and proc.poll() is None:
+        time.sleep(0.1)
+    assert proc.poll() is None, "the run finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=60)
     assert not out.exists(), "an interrupted run must not leave a complete-looking output"
     rerun = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], env, cwd=repo_dir,
                       timeout=900)
     assert rerun.returncode == 0, rerun.stderr[-5000:]
-    assert "leftovers of an interrupted run" in rerun.stdout
+    assert "resuming the interrupted run" in rerun.stdout
+    assert json.loads((out / "report.json").read_text())["splits"]["reused"] >= 1
     assert not staging.exists()
     assert _data_files(out) == _data_files(reference)
     assert (out / "manifest.json").read_text() == (reference / "manifest.json").read_text()

@@ -1,0 +1,123 @@
+"""How the engine scales with input: the same chain (normalize, length, Gopher
+repetition + quality, FineWeb, tokenize) at 1x, 4x and 16x a base corpus of Gutenberg
+paragraphs from ../shared. Per size: wall time, busy seconds per stage, the driver's peak
+RSS and the object store's peak use (sampled every 0.2 s). Each size runs in its own
+process with an embedded Ray; the 1x run is the baseline the others are compared with,
+measured in the same invocation.
+
+    .venv/bin/python bench/scale.py [--base-mb 4] [--factors 1 4 16] [--cpus 2]
+
+Expected: wall near-linear in input size; driver RSS and object-store peak flat.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).parent))
+
+from resume import build_corpus  # noqa: E402
+
+
+def job_spec(folder: Path, cpus: int, shared: Path) -> Path:
+    path = folder / "job.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: scale-bench
+        output: out
+        execution: {{num_cpus: {cpus}, split_bytes: 2000000, batch_rows: 512}}
+        sources:
+          - {{name: books, format: jsonl, paths: [data/*.jsonl], options: {{id_key: id}}}}
+        stages:
+          - normalize: {{}}
+          - length: {{min_chars: 200}}
+          - gopher_repetition: {{}}
+          - gopher_quality: {{}}
+          - fineweb: {{}}
+          - tokenize: {{tokenizer: {shared}/tokenizers/tiny-2k.tokenizer.json}}
+        shards: {{shard_tokens: 1048576}}
+    """))
+    return path
+
+
+def measure(job: str) -> None:
+    """In a child process: run the job, print wall, stage seconds, peak RSS and store peak."""
+    sys.path.insert(0, str(REPO))
+    import ray
+
+    from datapipe.runner import ensure_ray, run_job
+    from datapipe.spec import load_job
+
+    spec = load_job(job)
+    ensure_ray(spec)
+    peak = [0.0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        total = ray.cluster_resources().get("object_store_memory", 0)
+        while not stop.is_set():
+            peak[0] = max(peak[0], total - ray.available_resources().get("object_store_memory", total))
+            time.sleep(0.2)
+
+    t = threading.Thread(target=sample, daemon=True)
+    t.start()
+    t0 = time.perf_counter()
+    result = run_job(spec, echo=lambda s: None)
+    wall = time.perf_counter() - t0
+    stop.set()
+    t.join()
+    print(json.dumps({"wall": wall, "stages": {s["stage"]: s["busy_seconds"] for s in result.report["stages"]},
+                      "docs": result.report["stages"][0]["docs_in"],
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "store_mb": peak[0] / 1e6}))
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--base-mb", type=int, default=4)
+    ap.add_argument("--factors", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--measure", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.measure:
+        measure(args.measure)
+        return
+    shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
+    rows = []
+    for factor in args.factors:
+        work = Path(tempfile.mkdtemp(prefix=f"dp-scale-{factor}x-"))
+        try:
+            build_corpus(shared, work / "data", args.base_mb * factor)
+            job = job_spec(work, args.cpus, shared)
+            env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+            env.update(DATAPIPE_PROGRESS="0", PYTHONPATH=str(REPO))
+            proc = subprocess.run([sys.executable, __file__, "--measure", str(job)], env=env, cwd=REPO,
+                                  capture_output=True, text=True)
+            if proc.returncode != 0:
+                sys.exit(proc.stdout[-2000:] + proc.stderr[-3000:])
+            rows.append((factor, json.loads(proc.stdout.strip().splitlines()[-1])))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    base = rows[0][1]
+    stages = list(base["stages"])
+    print(f"{args.cpus} CPUs, base corpus {args.base_mb} MB; wall ratio vs the {rows[0][0]}x run of this invocation")
+    print("| input | docs | wall s | wall / base | driver peak RSS MB | object store peak MB | " + " | ".join(stages) + " |")
+    print("|---|---:|---:|---:|---:|---:|" + "---:|" * len(stages))
+    for factor, r in rows:
+        print(f"| {factor}x | {r['docs']} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['rss_mb']:.0f} | "
+              f"{r['store_mb']:.1f} | " + " | ".join(f"{r['stages'].get(s, 0):.1f}" for s in stages) + " |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,537 @@
+"""What one Ray task (or actor call) does with one read split: text moves once.
+
+A job's stage chain is cut at its global stages into *phases*. In every phase, one call
+of :func:`run_split` takes one read split from its input to its output:
+
+* input: phase 0 reads the split with its reader; a later phase reloads the split's own
+  rows from the work file the previous phase wrote and marks the rows the previous
+  global stage decided to drop;
+* then the phase's batch stages, fused, batch by batch;
+* output: before a global stage, the split's rows go to a work file and the stage's
+  compact ``side()`` rows to a side file; after the last global stage, the kept
+  documents and the rejects go to ``documents/<source>/part-<split>.parquet`` and
+  ``rejects/<source>/part-<split>.parquet`` (rows in read order) and, with a tokenize
+  stage, the split's token shards to ``shards/<source>/``.
+
+Every file name is a function of the split, never of scheduling, and files are written
+under a temporary name and renamed: a retried split overwrites its own files with the
+same bytes. Parquet row groups hold a fixed number of rows whatever the batch size, so
+bytes do not depend on ``batch_rows``. The call returns a small record (files written
+with rows, bytes and sha256, and its per-stage per-source stats) and writes the same
+record last, as the split's done-record, so a restarted job can reuse the split.
+
+All file access goes through the small helpers at the end of this module.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import io
+import json
+import os
+import time
+import uuid
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from datapipe import schema as S
+from datapipe import stats as ST
+from datapipe.errors import DatapipeError, JobError
+from datapipe.readers import ReadSplit
+from datapipe.spec import JobSpec, StageSpec, job_schema, reader_for_source
+
+#: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
+ROW_GROUP_ROWS = 4096
+REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
+NOT_WRITTEN = {S.RAW, "tokens"}
+SPLIT, ROW = "_split", "_row"
+
+
+@dataclass(frozen=True)
+class SplitRef:
+    """One read split of one source, numbered in the source's plan order."""
+
+    source: str
+    index: int
+    split: ReadSplit
+
+    @property
+    def key(self) -> str:
+        return f"{self.source}/{self.index:05d}"
+
+    @property
+    def part(self) -> str:
+        return f"part-{self.index:05d}"
+
+
+@dataclass(frozen=True)
+class Phase:
+    """Stages run by one pass over the splits: after the global stage ``before`` (whose
+    decisions are applied first), up to the global stage ``after`` (None: the end)."""
+
+    index: int
+    stages: tuple[StageSpec, ...]
+    before: StageSpec | None
+    after: StageSpec | None
+
+    def needs_actor(self) -> bool:
+        return any(st.cls.needs_actor() for st in self.stages)
+
+    def names(self) -> list[str]:
+        return ([self.before.name] if self.before is not None else []) + [st.name for st in self.stages]
+
+
+def phases(job: JobSpec) -> list[Phase]:
+    """The job's chain cut at its global stages."""
+    from datapipe.spec import is_global
+
+    out: list[Phase] = []
+    current: list[StageSpec] = []
+    before = None
+    for st in job.stages:
+        if is_global(st):
+            out.append(Phase(index=len(out), stages=tuple(current), before=before, after=st))
+            current, before = [], st
+        else:
+            current.append(st)
+    out.append(Phase(index=len(out), stages=tuple(current), before=before, after=None))
+    return out
+
+
+@dataclass(frozen=True)
+class PhaseEnv:
+    """Everything a split's task needs besides the split (shipped once per worker)."""
+
+    job: JobSpec
+    phase: Phase
+    staging: str
+    decisions: str | None = None       # the previous global stage's decisions (URI)
+    input_digest: str = ""             # identifies this phase's inputs for resume
+    shards: Any = None                 # TokenizerInfo + options when the job tokenizes
+
+    def work(self, *parts: str) -> str:
+        return _join(self.staging, "work", *parts)
+
+    def done_path(self, ref: SplitRef) -> str:
+        return self.work("done", f"p{self.phase.index}", ref.source, ref.part + ".json")
+
+    def rows_path(self, phase_index: int, ref: SplitRef) -> str:
+        return self.work("rows", f"p{phase_index}", ref.source, ref.part + ".parquet")
+
+    def side_path(self, ref: SplitRef) -> str:
+        assert self.phase.after is not None
+        return self.work("side", self.phase.after.name, ref.source, ref.part + ".parquet")
+
+
+class SplitRunner:
+    """Runs one phase over splits; stages are built (and set up) once per process."""
+
+    def __init__(self, env: PhaseEnv) -> None:
+        self.env = env
+        self.stages = [st.make() for st in env.phase.stages]
+        for stage in self.stages:
+            stage.ensure_setup()
+        self.schemas = [job_schema(env.job, st.index + 1) for st in env.phase.stages]
+        self.glob = env.phase.after.make() if env.phase.after is not None else None
+        self.side = None
+        if self.glob is not None:
+            self.side = _legacy_side if is_legacy_global(type(self.glob)) else self.glob.side
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
+        import pickle
+
+        records, errors = [], []
+        for blob in batch.column("ref").to_pylist():
+            try:
+                records.append(json.dumps(self.run(pickle.loads(blob)), sort_keys=True))
+                errors.append(None)
+            except DatapipeError as e:  # the user's error, not a fault: no retry, and Ray
+                records.append(None)    # would drop its type on the way to the driver
+                errors.append(pickle.dumps(e))
+        return pa.table({"record": pa.array(records, pa.string()), "error": pa.array(errors, pa.binary())})
+
+    def run(self, ref: SplitRef) -> dict[str, Any]:
+        env = self.env
+        stats: ST.SplitStats = {}
+        sink = _WorkSink(env, ref, self.glob.name, self.side) if self.glob is not None else _OutputSink(env, ref)
+        t0 = time.perf_counter()
+        for batch in self._input(ref, stats):
+            for spec, stage, schema in zip(env.phase.stages, self.stages, self.schemas):
+                rows = batch.num_rows
+                batch, st = stage.process(batch)
+                if batch.num_rows != rows:
+                    raise JobError(f"stage {spec.name!r} returned {batch.num_rows} rows for {rows}: "
+                                   "stages mark drops, never remove rows")
+                batch = S.conform(batch, schema)
+                ST.add(stats, spec.name, st)
+            sink.add(batch)
+        record = {"key": ref.key, "phase": env.phase.index, "input": env.input_digest,
+                  "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **sink.close()}
+        _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode())
+        return record
+
+    # -- input -------------------------------------------------------------------
+    def _input(self, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
+        env = self.env
+        if env.phase.before is None:
+            yield from _read(env.job, ref, stats)
+            return
+        name = env.phase.before.name
+        drops = _decisions_for(env.decisions, ref.key)
+        schema = job_schema(env.job, env.phase.before.index)
+        offset = 0
+        for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.job.execution.batch_rows):
+            batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
+            offset += batch.num_rows
+            ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
+            yield batch
+        if drops[0].size and offset <= int(drops[0].max()):
+            raise JobError(f"stage {name!r} decided on row {int(drops[0].max())} of split {ref.key}, "
+                           f"which has {offset} rows")
+
+
+def is_legacy_global(cls: type) -> bool:
+    """A global stage that still has the old ``run(ds, ctx)`` instead of ``side``/``decide``
+    (see ``runner._LegacyGlobal``)."""
+    from datapipe.stage import GlobalStage
+
+    return cls.side is GlobalStage.side and hasattr(cls, "run")
+
+
+def _legacy_side(batch: pa.Table) -> pa.Table:
+    return batch.drop_columns([S.RAW])
+
+
+def _read(job: JobSpec, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
+    """The split's rows from its reader, with duplicate ids within the split marked
+    ``read:duplicate_id`` (the first copy in read order is kept; its origin is the
+    detail) and the read stats tallied."""
+    src = next(s for s in job.sources if s.name == ref.source)
+    reader = reader_for_source(job, src)
+    schema = job_schema(job, 0)
+    seen: dict[str, str] = {}
+    t0 = time.perf_counter()
+    for table in reader.read(ref.split):
+        table = _mark_duplicate_ids(S.conform(table, schema), seen)
+        st = ST.tally_marks(table, "read", count_raw=True)
+        elapsed = time.perf_counter() - t0
+        for s in st.values():
+            s.seconds = elapsed * s.docs_in / max(1, table.num_rows)
+        ST.add(stats, "read", st)
+        yield table
+        t0 = time.perf_counter()
+
+
+def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
+    ids = table.column(S.ID).to_pylist()
+    reasons = table.column(S.REJECT_REASON).to_pylist()
+    origins = table.column(S.ORIGIN).to_pylist()
+    dup = []
+    for i, (doc_id, reason) in enumerate(zip(ids, reasons)):
+        if reason is not None:
+            continue
+        if doc_id in seen:
+            dup.append(i)
+        else:
+            seen[doc_id] = origins[i] or ""
+    if not dup:
+        return table
+    stage = table.column(S.REJECT_STAGE).to_pylist()
+    detail = table.column(S.REJECT_DETAIL).to_pylist()
+    for i in dup:
+        stage[i], reasons[i], detail[i] = "read", "read:duplicate_id", f"first copy at {seen[ids[i]]}"
+    for col, values in ((S.REJECT_STAGE, stage), (S.REJECT_REASON, reasons), (S.REJECT_DETAIL, detail)):
+        table = table.set_column(table.schema.get_field_index(col), col, pa.array(values, pa.string()))
+    return table
+
+
+def _decisions_for(uri: str | None, key: str) -> tuple[np.ndarray, list[str], list[str | None]]:
+    """This split's decided rows (sorted), reasons and details."""
+    if uri is None:
+        return np.zeros(0, np.int64), [], []
+    table = pq.read_table(uri, columns=[ROW, "reason", "detail"], filters=[(SPLIT, "=", key)])
+    table = table.sort_by(ROW)
+    return (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
+            table.column("reason").to_pylist(), table.column("detail").to_pylist())
+
+
+def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:
+    rows, reasons, details = drops
+    lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
+    if lo == hi:
+        return batch
+    stage_col = batch.column(S.REJECT_STAGE).to_pylist()
+    reason_col = batch.column(S.REJECT_REASON).to_pylist()
+    detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
+    for j in range(lo, hi):
+        i = int(rows[j]) - offset
+        if reason_col[i] is not None:
+            raise JobError(f"stage {stage!r} decided to drop row {int(rows[j])}, which {reason_col[i]} already dropped")
+        stage_col[i], reason_col[i], detail_col[i] = stage, f"{stage}:{reasons[j]}", details[j]
+    for col, values in ((S.REJECT_STAGE, stage_col), (S.REJECT_REASON, reason_col), (S.REJECT_DETAIL, detail_col)):
+        batch = batch.set_column(batch.schema.get_field_index(col), col, pa.array(values, pa.string()))
+    return batch
+
+
+# -- sinks ---------------------------------------------------------------------------
+
+class _WorkSink:
+    """Before a global stage: every row to the work file, ``side()`` of the alive rows
+    (with ``_split``/``_row``) to the side file."""
+
+    def __init__(self, env: PhaseEnv, ref: SplitRef, name: str, side) -> None:
+        self.env, self.ref, self.name, self.side_fn = env, ref, name, side
+        self.rows = _TableWriter(env.rows_path(env.phase.index, ref), "parquet", "zstd")
+        self.side = _TableWriter(env.side_path(ref), "parquet", "zstd")
+        self.offset = 0
+
+    def add(self, batch: pa.Table) -> None:
+        self.rows.add(batch)
+        alive = np.flatnonzero(S.alive_mask(batch).to_numpy(zero_copy_only=False))
+        if len(alive):
+            live = batch.take(pa.array(alive))
+            side = self.side_fn(live)
+            if side.num_rows != len(alive):
+                raise JobError(f"stage {self.name!r}: side() returned {side.num_rows} rows for {len(alive)}")
+            side = side.append_column(SPLIT, pa.array([self.ref.key] * len(alive), pa.string()))
+            side = side.append_column(ROW, pa.array(alive + self.offset, pa.int64()))
+            self.side.add(side)
+        self.offset += batch.num_rows
+
+    def close(self) -> dict[str, Any]:
+        work = [f for f in (self.rows.close(), self.side.close()) if f is not None]
+        side = next((f["path"] for f in work if f["path"] == self.env.side_path(self.ref)), None)
+        return {"work": work, "side": side, "files": [], "shards": None}
+
+
+class _OutputSink:
+    """After the last global stage: documents and rejects files, and token shards."""
+
+    def __init__(self, env: PhaseEnv, ref: SplitRef) -> None:
+        self.env, self.ref = env, ref
+        opts = env.job.output_options
+        ext = ".parquet" if opts.format == "parquet" else {"zstd": ".jsonl.zst", "gzip": ".jsonl.gz"}.get(opts.compression, ".jsonl")
+        self.writers = {kind: _TableWriter(_join(env.staging, kind, ref.source, ref.part + ext), opts.format,
+                                           opts.compression) for kind in ("documents", "rejects")}
+        self.reject_counts: dict[str, int] = {}
+        self.tokens: list[pa.Table] = []
+
+    def add(self, batch: pa.Table) -> None:
+        keep = [c for c in batch.column_names if c not in NOT_WRITTEN]
+        alive = S.alive_mask(batch)
+        docs = batch.filter(alive)
+        rejects = batch.filter(pc.invert(alive))
+        if docs.num_rows:
+            self.writers["documents"].add(docs.select(keep).drop_columns([S.REJECT_STAGE, S.REJECT_REASON, S.REJECT_DETAIL]))
+            if self.env.shards is not None:
+                self.tokens.append(docs.select([S.ID, "tokens"]))
+        if rejects.num_rows:
+            rejects = rejects.select(keep)
+            rejects = rejects.rename_columns([REJECT_RENAMES.get(c, c) for c in rejects.column_names])
+            for stage, reason in zip(rejects.column("reject_stage").to_pylist(), rejects.column("reject_reason").to_pylist()):
+                key = f"{stage}\t{reason}"
+                self.reject_counts[key] = self.reject_counts.get(key, 0) + 1
+            self.writers["rejects"].add(rejects)
+
+    def close(self) -> dict[str, Any]:
+        files = []
+        for kind, writer in self.writers.items():
+            info = writer.close()
+            if info is None:
+                continue
+            info.update(kind=kind, source=self.ref.source, path=os.path.relpath(info["path"], self.env.staging),
+                        reject_counts=json.dumps(self.reject_counts if kind == "rejects" else {}, sort_keys=True))
+            files.append(info)
+        shards = self._write_shards() if self.env.shards is not None else None
+        return {"work": [], "side": None, "files": files, "shards": shards}
+
+    def _write_shards(self) -> dict[str, Any] | None:
+        """The split's kept documents, ordered by (xxh3(id, seed), id), as shards
+        ``<source>-<split>-NNNNN``; returns the split manifest's path and its files."""
+        from datapipe.shards import ORDER_COLUMN, SourceShardWriter, _add_order_column, _flat_tokens
+
+        if not self.tokens:
+            return None
+        info, opts, lineage = self.env.shards
+        table = _add_order_column(pa.concat_tables(self.tokens), opts.seed)
+        table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
+        src = self.ref.source
+        manifest = self.env.work("shards", src, self.ref.part + ".json")
+        writer = SourceShardWriter(_join(self.env.staging, "shards", src), src, tokenizer_info=info,
+                                   shard_tokens=opts.shard_tokens, seed=opts.seed, lineage=lineage,
+                                   span_documents=opts.span_documents, stem=f"{src}-{self.ref.index:05d}",
+                                   manifest_path=manifest)
+        try:
+            for off in range(0, table.num_rows, opts.batch_rows):
+                flat, lengths = _flat_tokens(table.column("tokens").slice(off, opts.batch_rows))
+                writer.add(flat, lengths)
+            writer.finish()
+        finally:
+            writer.abort()
+        m = json.loads(_read_bytes(manifest))
+        written = [_file_info(_join(self.env.staging, "shards", src, r[k])) for r in m["shards"] for k in ("bin", "idx")]
+        return {"manifest": manifest, "written": written}
+
+
+class _TableWriter:
+    """One output file, streamed: Parquet with fixed-size row groups, or JSONL lines.
+    Nothing is created for a split with no rows."""
+
+    def __init__(self, path: str, fmt: str, compression: str) -> None:
+        self.path, self.fmt, self.compression = path, fmt, compression
+        self.tmp = _tmp_name(path)
+        self._pending: list[pa.Table] = []
+        self._pending_rows = 0
+        self._writer = None
+        self._rows = 0
+        self._text_bytes = 0
+        self._tokens = 0
+
+    def add(self, table: pa.Table) -> None:
+        self._rows += table.num_rows
+        if S.TEXT in table.column_names:
+            self._text_bytes += S.text_bytes(table)
+        if "num_tokens" in table.column_names:
+            self._tokens += int(pc.sum(table.column("num_tokens")).as_py() or 0)
+        self._pending.append(table)
+        self._pending_rows += table.num_rows
+        if self._pending_rows >= ROW_GROUP_ROWS:
+            self._flush(final=False)
+
+    def _flush(self, *, final: bool) -> None:
+        if not self._pending:
+            return
+        table = pa.concat_tables(self._pending).combine_chunks()
+        n = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
+        if self._writer is None:
+            self._writer = _open_writer(self.tmp, table.schema, self.fmt, self.compression)
+        for off in range(0, n, ROW_GROUP_ROWS):
+            self._writer.write(table.slice(off, min(ROW_GROUP_ROWS, n - off)))
+        rest = table.slice(n)
+        self._pending = [rest] if rest.num_rows else []
+        self._pending_rows = rest.num_rows
+
+    def close(self) -> dict[str, Any] | None:
+        self._flush(final=True)
+        if self._writer is None:
+            return None
+        self._writer.close()
+        _publish(self.tmp, self.path)
+        info = _file_info(self.path)
+        info.update(rows=self._rows, text_bytes=self._text_bytes, num_tokens=self._tokens)
+        return info
+
+
+class _JsonlWriter:
+    """Dolma-style JSON lines: ``id``, ``text``, ``source``, then every other written
+    column under ``metadata``; one line per row, keys sorted."""
+
+    def __init__(self, path: str, compression: str) -> None:
+        raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+        if compression == "zstd":
+            import zstandard
+
+            self._fh = zstandard.ZstdCompressor(level=3).stream_writer(raw)
+        elif compression == "gzip":
+            self._fh = gzip.GzipFile(fileobj=raw, mode="wb", mtime=0)
+        else:
+            self._fh = raw
+        self._raw = raw
+
+    def write(self, table: pa.Table) -> None:
+        top = (S.ID, S.TEXT, S.SOURCE)
+        buf = io.StringIO()
+        for row in table.to_pylist():
+            line = {k: row[k] for k in top if k in row}
+            line["metadata"] = {k: v for k, v in row.items() if k not in top}
+            buf.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+        self._fh.write(buf.getvalue().encode("utf-8"))
+
+    def close(self) -> None:
+        self._fh.close()
+        if not self._raw.closed:
+            self._raw.close()
+
+
+def _open_writer(tmp: str, schema: pa.Schema, fmt: str, compression: str):
+    os.makedirs(os.path.dirname(tmp), exist_ok=True)
+    if fmt == "jsonl":
+        return _JsonlWriter(tmp, compression)
+    return pq.ParquetWriter(tmp, schema, compression=None if compression == "none" else compression)
+
+
+def _read_parquet_batches(path: str, batch_rows: int) -> Iterator[pa.Table]:
+    if not os.path.exists(path):
+        return
+    f = pq.ParquetFile(path)
+    for rb in f.iter_batches(batch_size=batch_rows):
+        yield pa.Table.from_batches([rb])
+
+
+# -- file helpers (the one place this module touches storage) ---------------------------
+
+def _join(*parts: str) -> str:
+    return os.path.join(*parts)
+
+
+def _tmp_name(path: str) -> str:
+    d, name = os.path.split(path)
+    return os.path.join(d, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+
+
+def _publish(tmp: str, path: str) -> None:
+    os.replace(tmp, path)
+
+
+def _write_bytes(path: str, data: bytes) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    tmp = _tmp_name(path)
+    with open(tmp, "wb") as f:
+        f.write(data)
+    _publish(tmp, path)
+
+
+def _read_bytes(path: str) -> bytes:
+    with open(path, "rb") as f:
+        return f.read()
+
+
+def sha256_of(path: str) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _file_info(path: str) -> dict[str, Any]:
+    return {"path": path, "file_bytes": os.path.getsize(path), "sha256": sha256_of(path)}
+
+
+def verify_done(record_path: str, staging: str) -> dict[str, Any] | None:
+    """The done-record at ``record_path`` when it and every file it lists are intact."""
+    try:
+        record = json.loads(_read_bytes(record_path))
+    except (OSError, ValueError):
+        return None
+    listed = list(record.get("work", [])) + [dict(f, path=_join(staging, f["path"])) for f in record.get("files", [])]
+    if record.get("shards"):
+        listed += record["shards"]["written"]
+        if not os.path.exists(record["shards"]["manifest"]):
+            return None
+    for f in listed:
+        try:
+            if os.path.getsize(f["path"]) != f["file_bytes"] or sha256_of(f["path"]) != f["sha256"]:
+                return None
+        except OSError:
+            return None
+    return record
+
+

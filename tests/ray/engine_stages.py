@@ -1,0 +1,105 @@
+"""Small real stages for the engine tests: an exact-duplicate GlobalStage on the new
+side/decide contract, an annotator with a ``setup()`` (so it runs in actors) and a
+filter that takes its time (so a test can interrupt a job mid-way).
+
+``register()`` adds them to the stage registry of this process and ships this module to
+Ray workers by value; ``python tests/ray/engine_stages.py <datapipe args>`` runs the
+CLI with them registered (for driver-kill tests)."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from datapipe import schema as S
+from datapipe.stage import AnnotatorStage, FilterStage, GlobalStage, StageConfig
+
+
+@dataclass(kw_only=True, frozen=True)
+class NoConfig(StageConfig):
+    pass
+
+
+@dataclass(kw_only=True, frozen=True)
+class SlowConfig(StageConfig):
+    seconds: float = 0.0
+
+
+class ExactDup(GlobalStage):
+    """Keeps the first copy (in split order) of every exact text; the others are
+    ``exact_dup:exact`` with the kept id as detail."""
+
+    name = "exact_dup"
+    Config = NoConfig
+
+    def side(self, batch: pa.Table) -> pa.Table:
+        h = [xxhash.xxh3_64_intdigest(t.encode()) for t in batch.column(S.TEXT).to_pylist()]
+        return pa.table({"id": batch.column(S.ID), "h": pa.array(h, pa.uint64())})
+
+    def decide(self, side, ctx):
+        t = pq.read_table(side).sort_by([("_split", "ascending"), ("_row", "ascending")])
+        first: dict[int, str] = {}
+        rows = {"_split": [], "_row": [], "reason": [], "detail": []}
+        for split, row, h, doc in zip(*(t.column(c).to_pylist() for c in ("_split", "_row", "h", "id"))):
+            if h in first:
+                for k, v in zip(rows, (split, row, "exact", first[h])):
+                    rows[k].append(v)
+            else:
+                first[h] = doc
+        ctx.report["removed"] = len(rows["_row"])
+        if not rows["_row"]:
+            return None
+        path = os.path.join(ctx.work_dir, "decisions.parquet")
+        pq.write_table(pa.table({**rows, "_row": pa.array(rows["_row"], pa.int64())}), path)
+        return path
+
+
+class Tagger(AnnotatorStage):
+    """Adds ``n_words``; has a setup(), so the runner gives it actors."""
+
+    name = "tagger"
+    Config = NoConfig
+    adds = {"n_words": pa.int64()}
+
+    def setup(self) -> None:
+        self.loaded_at = time.time()  # stands in for loading a model
+
+    def annotate(self, batch):
+        return {"n_words": pc.list_value_length(pc.utf8_split_whitespace(batch.column(S.TEXT)))}
+
+
+class Slow(FilterStage):
+    """Keeps everything, after sleeping ``seconds`` per batch."""
+
+    name = "slow"
+    Config = SlowConfig
+
+    def keep(self, batch):
+        time.sleep(self.config.seconds)
+        return np.ones(batch.num_rows, bool), [None] * batch.num_rows
+
+
+def register() -> None:
+    from ray import cloudpickle
+
+    import stages
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    for cls in (ExactDup, Tagger, Slow):
+        stages.REGISTRY[cls.name] = cls
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    register()
+    from datapipe.cli import main
+
+    sys.exit(main(sys.argv[1:]))
