@@ -263,7 +263,7 @@ def _shard_env(job: JobSpec, staging: Path):
 def merge_shard_manifests(job: JobSpec, staging: Path, shard_env, records: list[dict]) -> dict[str, str]:
     """One manifest per source from the splits' manifests, splits in plan order
     (O(shards) work on the driver). Every source gets one, empty when nothing is kept."""
-    from datapipe.shards import FORMAT, MANIFEST, VERSION, shard_dtype
+    from datapipe.megatron import MANIFEST_FORMAT as FORMAT, MANIFEST_NAME as MANIFEST, MANIFEST_VERSION as VERSION, shard_dtype
 
     info, opts, lineage = shard_env
     tokenizer_src = job.tokenize_stage().config.tokenizer

@@ -118,7 +118,7 @@ def _run(spec: Path, cluster, kill=None) -> Path:
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    skip = {"report.json", "report.md", "drops.png", "_SUCCESS"}
+    skip = {"report.json", "report.md", "drops.png", "_SUCCESS", "ray.log"}  # run records, not data
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name not in skip}
 
 

@@ -70,7 +70,7 @@ def _corpus(tmp_path: Path, *, extra_stages: str = "", execution: str = "batch_r
 
 
 def _outputs(out: Path) -> dict[str, bytes]:
-    skip = {"report.json", "report.md", "drops.png", "_SUCCESS"}
+    skip = {"report.json", "report.md", "drops.png", "_SUCCESS", "ray.log"}  # run records, not data
     return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name not in skip}
 
 
