@@ -23,8 +23,8 @@ datatrove implementation gets from its tokenizer splitting punctuation off. Stop
 are matched on lower-cased cores. Any threshold set to ``null`` disables its rule.
 
 Languages (:mod:`stages._lang`): each document is judged by its ``language`` (column, else
-``default_language``). ``stop_words`` is the list of ``default_language`` (Gopher's
-English eight by default); other languages use their ``stopwordsiso`` list. Languages
+``default_language``). ``stop_words`` is the English list (Gopher's eight by default);
+other languages use their ``stopwordsiso`` list. Languages
 written without spaces are tokenized by characters, so ``mean_word_length`` cannot judge
 them; a language without a stop-word list (or a document without a language) cannot be
 judged by ``stop_words``. Such documents pass that rule and are counted as
@@ -137,7 +137,7 @@ class GopherQuality(FilterStage):
     def _stop_words(self, lang: L.Language | None) -> frozenset[str] | None:
         if lang is None:
             return None
-        if lang.code == L.normalize_code(self.config.default_language):
+        if lang.code == "en":
             return frozenset(w.lower() for w in self.config.stop_words)
         return lang.stop_words
 
