@@ -2,7 +2,7 @@
 
 Documents (>= 2,000, real): the 549 web pages of ``corpora/web/html`` after trafilatura
 extraction, the Project Gutenberg books of ``corpora/books/gutenberg`` cut into chunks of
-``--chunk-lines`` lines, the WikiText-2 test articles, and the UDHR translations of
+``--chunk-lines`` lines (the first ``--chunks-per-book``), the WikiText-2 test articles, and the UDHR translations of
 ``corpora/nltk/udhr2.zip``. Each document's language comes from fastText ``lid.176``
 (``models/lid.176.ftz``) and reaches both implementations (our ``language`` column,
 datatrove's ``metadata["language"]``). Languages datatrove tokenizes with packages not
@@ -34,6 +34,7 @@ sys.path.insert(0, str(REPO))
 
 import argparse  # noqa: E402
 import gzip  # noqa: E402
+import json  # noqa: E402
 import logging  # noqa: E402
 import os  # noqa: E402
 import time  # noqa: E402
@@ -69,7 +70,7 @@ def shared_dir() -> Path:
     return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared")).resolve()
 
 
-def load_documents(chunk_lines: int) -> list[str]:
+def load_documents(chunk_lines: int, per_book: int) -> list[str]:
     import trafilatura
 
     c = shared_dir() / "corpora"
@@ -81,7 +82,7 @@ def load_documents(chunk_lines: int) -> list[str]:
             docs.append(text)
     for p in sorted((c / "books" / "gutenberg").rglob("*.txt.gz")):
         lines = gzip.decompress(p.read_bytes()).decode("utf-8", "replace").splitlines()
-        docs.extend("\n".join(lines[i:i + chunk_lines]) for i in range(0, min(len(lines), 40 * chunk_lines), chunk_lines))
+        docs.extend("\n".join(lines[i:i + chunk_lines]) for i in range(0, min(len(lines), per_book * chunk_lines), chunk_lines))
     wiki = (c / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8")
     docs.extend(a for a in wiki.split("\n = ") if a.strip())
     with zipfile.ZipFile(c / "nltk" / "udhr2.zip") as z:
@@ -151,6 +152,8 @@ def compare(name, ref, mine, ref_text=None, my_text=None) -> tuple[float, Counte
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunk-lines", type=int, default=40)
+    ap.add_argument("--chunks-per-book", type=int, default=12)
+    ap.add_argument("--cache", help="JSON file keeping the extracted documents and their languages between runs")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
@@ -158,8 +161,15 @@ def main() -> None:
     from datatrove.pipeline.filters import (C4BadWordsFilter, C4QualityFilter, FineWebQualityFilter,
                                             GopherQualityFilter, GopherRepetitionFilter)
 
-    texts = load_documents(args.chunk_lines)
-    langs = languages(texts)
+    if args.cache and os.path.isfile(args.cache):
+        with open(args.cache, encoding="utf-8") as f:
+            texts, langs = json.load(f)
+    else:
+        texts = load_documents(args.chunk_lines, args.chunks_per_book)
+        langs = languages(texts)
+        if args.cache:
+            with open(args.cache, "w", encoding="utf-8") as f:
+                json.dump([texts, langs], f)
     keep = [i for i, lang in enumerate(langs) if lang not in DT._NEEDS_EXTRA and _spacy_ok(lang)]
     texts = [texts[i] for i in keep]
     langs = [langs[i] for i in keep]

@@ -111,3 +111,43 @@ def test_default_language_applies_only_without_a_language_column():
     stage = GopherQuality(GopherQualityConfig(default_language="de"))
     out, _ = stage.process(S.make_batch(source="t", ids=["0"], texts=[de]))
     assert out.column(S.REJECT_REASON).to_pylist() == [None]
+
+
+def test_sample_job_keeps_its_german_and_french_pages(repo_dir, shared_dir):
+    """The sample corpus's German and French documents (identified by lid.176, as the job's
+    langid stage does) go through the job's heuristic stages with the job's settings;
+    judged by English rules (the old behaviour) most were dropped."""
+    from datapipe import fasttext_compat
+    from datapipe.lm import corpus
+    from stages.c4 import C4Config
+
+    d = repo_dir / "jobs" / "sample_data"
+    inputs = [str(d / p) for p in ("web/*.warc.gz", "wet/*.warc.wet.gz", "pages/*.html", "pages/*.html.gz",
+                                   "news/*.jsonl*", "forum/*.jsonl.zst")]
+    model = fasttext_compat.load(shared_dir / "models" / "lid.176.ftz")
+    texts, langs = [], []
+    for doc in corpus.iter_docs(inputs):
+        labels, _ = fasttext_compat.predict(model, [doc.text.replace("\n", " ")])
+        lang = labels[0][0].replace("__label__", "") if labels[0] else None
+        if lang in ("de", "fr") and len(doc.text) >= 20:
+            texts.append(doc.text)
+            langs.append(lang)
+    assert langs.count("de") >= 3 and langs.count("fr") >= 3
+
+    def chain(languages):
+        alive = list(range(len(texts)))
+        cur = list(texts)
+        for stage in (GopherRepetition(), GopherQuality(), C4(C4Config()), FineWeb()):
+            out, _ = stage.process(batch([cur[i] for i in alive], [languages[i] for i in alive]))
+            reasons = out.column(S.REJECT_REASON).to_pylist()
+            new_text = out.column(S.TEXT).to_pylist()
+            for j, i in enumerate(alive):
+                cur[i] = new_text[j]
+            alive = [i for j, i in enumerate(alive) if reasons[j] is None]
+        return alive
+
+    kept = chain(langs)
+    as_english = chain(["en"] * len(texts))
+    assert len(kept) >= 0.6 * len(texts), (len(kept), len(texts))
+    assert {langs[i] for i in kept} == {"de", "fr"}
+    assert len(as_english) < len(kept)
