@@ -151,3 +151,25 @@ def test_sample_job_keeps_its_german_and_french_pages(repo_dir, shared_dir):
     assert len(kept) >= 0.6 * len(texts), (len(kept), len(texts))
     assert {langs[i] for i in kept} == {"de", "fr"}
     assert len(as_english) < len(kept)
+
+
+def test_reference_datatrove_follows_datatrove_decisions():
+    """Two decisions where datatrove's implementation and the paper rules part ways
+    (docs/filters.md): CRLF lines hide their final period from datatrove's FineWeb line
+    check; datatrove's Gopher alpha ratio counts punctuation tokens."""
+    from stages.fineweb import FineWebConfig
+
+    crlf = "\r\n".join(f"Line number {i} of a plain document says something complete." for i in range(12))
+    paper = FineWeb(FineWebConfig(max_char_dup_ratio=0.01))
+    dt = FineWeb(FineWebConfig(max_char_dup_ratio=0.01, reference="datatrove"))
+    assert run(paper, [crlf], ["en"])[0] == [None]
+    assert run(dt, [crlf], ["en"])[0] == ["fineweb:line_punct_ratio"]
+
+    en = articles(udhr("eng"))
+    punct = en.replace(" ", " , ")          # a comma token between every two words
+    assert run(GopherQuality(), [punct], ["en"])[0] == [None]
+    assert run(GopherQuality(GopherQualityConfig(reference="datatrove")), [punct], ["en"])[0] == \
+        ["gopher_quality:alpha_words"]
+    # a language spaCy cannot tokenize alone is counted, not judged
+    reasons, stats = run(GopherQuality(GopherQualityConfig(reference="datatrove")), [articles(udhr("cmn_hans"))], ["zh"])
+    assert reasons == [None] and stats.changes["word_tokenizer_unsupported_language"] == 1
