@@ -10,7 +10,8 @@ installed here (Chinese: jieba, Japanese: SudachiPy, Thai: PyThaiNLP, ...) are l
 
 For each heuristic (gopher_quality, gopher_repetition, c4 with bad words, fineweb), run
 on every document on its own (not chained), with datatrove's default thresholds on both
-sides: the fraction of documents where our decision (keep, or drop with rule R) equals
+sides (and, for datatrove's Gopher quality filter, the stop words of the document's
+language, as FineWeb-2 configures it): the fraction of documents where our decision (keep, or drop with rule R) equals
 datatrove's, for ``reference: datatrove`` and for the default (paper) rules, with the
 disagreements per rule; for c4 also the cleaned text of documents both keep. Throughput
 is documents per CPU-second of one process (our stage's ``process`` on batches of
@@ -46,6 +47,7 @@ import pyarrow as pa  # noqa: E402
 from datapipe import fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
 from stages import _datatrove as DT  # noqa: E402
+from stages import _lang as L  # noqa: E402
 from stages.c4 import C4, C4Config  # noqa: E402
 from stages.fineweb import FineWeb, FineWebConfig  # noqa: E402
 from stages.gopher_quality import GopherQuality, GopherQualityConfig  # noqa: E402
@@ -153,11 +155,13 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chunk-lines", type=int, default=40)
     ap.add_argument("--chunks-per-book", type=int, default=12)
+    ap.add_argument("--stages", default="gopher_quality,gopher_repetition,c4,fineweb")
     ap.add_argument("--cache", help="JSON file keeping the extracted documents and their languages between runs")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args()
     logging.disable(logging.WARNING)
+    _seed_datatrove_badwords()
     from datatrove.pipeline.filters import (C4BadWordsFilter, C4QualityFilter, FineWebQualityFilter,
                                             GopherQualityFilter, GopherRepetitionFilter)
 
@@ -179,7 +183,7 @@ def main() -> None:
     c4_common = dict(min_words_per_line=3, min_sentences=5, terminal_punctuation=DT.C4_END_PUNCTUATION)
     cases = [
         ("gopher_quality", GopherQuality, GopherQualityConfig, {},
-         lambda lang: [GopherQualityFilter(language=lang)]),
+         lambda lang: [GopherQualityFilter(language=lang, **_dt_stop_words(lang))]),
         ("gopher_repetition", GopherRepetition, GopherRepetitionConfig, {},
          lambda lang: [GopherRepetitionFilter(language=lang)]),
         ("c4", C4, C4Config, c4_common,
@@ -189,6 +193,8 @@ def main() -> None:
     ]
     rows = []
     for name, cls, cfg_cls, common, make in cases:
+        if name not in args.stages.split(","):
+            continue
         best = {}
         for _ in range(args.repeats):
             ref_dec, ref_text, t_ref = theirs(make, texts, langs)
@@ -210,6 +216,38 @@ def main() -> None:
     print("| --- | --- | --- | --- | --- | --- | --- |")
     for name, drops, a_dt, a_pp, r_ref, r_dt, r_pp in rows:
         print(f"| {name} | {drops} | {a_dt:.2%} | {a_pp:.2%} | {r_ref:,.0f} | {r_dt:,.0f} | {r_pp:,.0f} |")
+
+
+def _seed_datatrove_badwords() -> None:
+    """datatrove's C4BadWordsFilter downloads the LDNOOBW lists from GitHub on first use;
+    this machine is offline, so put the bundled copies (the same files, same commits)
+    where its asset cache looks, in a temporary folder."""
+    import tempfile
+
+    os.environ.setdefault("HF_ASSETS_CACHE", tempfile.mkdtemp(prefix="dt-assets-"))
+    from datatrove.io import cached_assets_path, strip_protocol
+    from datatrove.pipeline.filters import c4_filters
+
+    folder = cached_assets_path(library_name="datatrove", namespace="filters", subfolder="c4_badwords")
+    for code in c4_filters._BADWORDS_LANGS:
+        path = L.ldnoobw_path(code)
+        if path is None:
+            continue
+        url = c4_filters._EN_BADWORDS_URL if code == "en" else c4_filters._BADWORDS_URL + code
+        local = os.path.join(folder, strip_protocol(url).replace("/", "_"))
+        with open(local, "wb") as f:
+            f.write(path.read_bytes())
+        open(local + ".completed", "a").close()
+
+
+def _dt_stop_words(lang: str) -> dict:
+    """datatrove's Gopher filter uses English stop words unless given others (FineWeb-2
+    passes each language's): give it the list our stage uses; a language without one is
+    not judged by that rule on either side."""
+    if lang == "en":
+        return {}
+    words = L.language(lang).stop_words
+    return {"stop_words": sorted(words)} if words else {"min_stop_words": None}
 
 
 def _spacy_ok(lang: str) -> bool:
