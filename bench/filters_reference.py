@@ -174,7 +174,8 @@ def main() -> None:
         if args.cache:
             with open(args.cache, "w", encoding="utf-8") as f:
                 json.dump([texts, langs], f)
-    keep = [i for i, lang in enumerate(langs) if lang not in DT._NEEDS_EXTRA and _spacy_ok(lang)]
+    usable = {lang for lang in set(langs) if lang not in DT._NEEDS_EXTRA and _spacy_ok(lang) and _datatrove_ok(lang)}
+    keep = [i for i, lang in enumerate(langs) if lang in usable]
     texts = [texts[i] for i in keep]
     langs = [langs[i] for i in keep]
     top = Counter(langs).most_common(8)
@@ -248,6 +249,17 @@ def _dt_stop_words(lang: str) -> dict:
         return {}
     words = L.language(lang).stop_words
     return {"stop_words": sorted(words)} if words else {"min_stop_words": None}
+
+
+def _datatrove_ok(lang: str) -> bool:
+    """datatrove has a word tokenizer for ``lang`` that works with what is installed."""
+    from datatrove.utils.word_tokenizers import load_word_tokenizer
+
+    try:
+        load_word_tokenizer(lang).word_tokenize("a b")
+        return True
+    except Exception:
+        return False
 
 
 def _spacy_ok(lang: str) -> bool:
