@@ -307,7 +307,9 @@ class FilterStage(BatchStage):
         """Return a boolean keep mask and, for dropped rows, the rule that dropped them.
 
         A reason may carry a detail after ``|`` (``"mean_word_length|2.1"``): the rule
-        goes to ``_reject_reason`` and the detail to ``_reject_detail``."""
+        goes to ``_reject_reason`` and the detail to ``_reject_detail``. A third element,
+        ``{counter: per-row counts}``, is summed into the stage's ``changes`` (e.g. the
+        heuristics' ``<rule>_unsupported_language``: documents a rule could not judge)."""
         raise NotImplementedError
 
     def _run(self, live):
@@ -316,8 +318,10 @@ class FilterStage(BatchStage):
         for col, arr in added.items():
             arr = _as_array(arr, self.adds[col])
             view = view.append_column(col, arr) if col not in view.column_names else view.set_column(view.column_names.index(col), col, arr)
-        keep, reasons = self.keep(view)
-        return added, np.asarray(keep, dtype=bool), list(reasons), None, {}
+        result = self.keep(view)
+        keep, reasons = result[0], result[1]
+        counters = result[2] if len(result) > 2 else {}
+        return added, np.asarray(keep, dtype=bool), list(reasons), None, {k: np.asarray(v) for k, v in counters.items()}
 
 
 class FormatterStage(BatchStage):

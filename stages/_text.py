@@ -28,6 +28,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stages._lang import CHAR_SCRIPT_RANGES
+
 #: Unicode whitespace as ``str.isspace`` sees it, as an RE2 class body (RE2's ``\s`` is ASCII only).
 WS_CLASS = r"\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}"
 #: Leading/trailing characters that are not ``str.isalnum()`` (the word core's edges).
@@ -187,18 +189,29 @@ def fmt(value: float) -> str:
     return f"{float(value):.4g}"
 
 
-def first_failure(fails: Sequence[tuple[str, np.ndarray, np.ndarray]], n: int) -> tuple[np.ndarray, list[str | None]]:
-    """Keep mask and reasons from per-rule failure masks, checked in the given order:
-    a document dropped by an earlier rule is reported under that rule, with the
-    measured value as detail (``"mean_word_length|2.5"``)."""
+def first_failure(fails: Sequence[tuple], n: int) -> tuple[np.ndarray, list[str | None], dict[str, np.ndarray]]:
+    """Keep mask, reasons and counters from per-rule failure masks, checked in the given
+    order: a document dropped by an earlier rule is reported under that rule, with the
+    measured value as detail (``"mean_word_length|2.5"``).
+
+    An entry may carry a fourth element, a mask of the documents the rule could not judge
+    (their language has no settings for it): those are never failed by it, and the ones
+    that reached the rule are counted as ``<rule>_unsupported_language``."""
     keep = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
-    for rule, failed, value in fails:
+    counters: dict[str, np.ndarray] = {}
+    for entry in fails:
+        rule, failed, value = entry[:3]
+        if len(entry) > 3 and entry[3] is not None:
+            skipped = np.asarray(entry[3], dtype=bool)
+            failed = failed & ~skipped
+            key = f"{rule}_unsupported_language"
+            counters[key] = counters.get(key, np.zeros(n, dtype=np.int64)) + (skipped & keep)
         new = failed & keep
         for i in np.flatnonzero(new):
             reasons[i] = f"{rule}|{fmt(value[i])}"
         keep &= ~failed
-    return keep, reasons
+    return keep, reasons, counters
 
 
 def split_lines_py(texts: Sequence[str], *, sep: str | None = None, strip: str | None = None,
@@ -222,7 +235,7 @@ def split_lines_py(texts: Sequence[str], *, sep: str | None = None, strip: str |
     return Pieces(pa.array(flat, pa.string()), parent, len(texts))
 
 
-SPACE, ALNUM, ALPHA = 1, 2, 4
+SPACE, ALNUM, ALPHA, CHAR_SEG = 1, 2, 4, 8
 
 
 class CharTable:
@@ -262,7 +275,10 @@ class CharTable:
 
 
 def _classify(ch: str) -> int:
-    return (SPACE if ch.isspace() else 0) | (ALNUM if ch.isalnum() else 0) | (ALPHA if ch.isalpha() else 0)
+    cp = ord(ch)
+    seg = any(lo <= cp <= hi for lo, hi in CHAR_SCRIPT_RANGES)
+    return ((SPACE if ch.isspace() else 0) | (ALNUM if ch.isalnum() else 0) | (ALPHA if ch.isalpha() else 0)
+            | (CHAR_SEG if seg else 0))
 
 
 @dataclass
@@ -356,8 +372,10 @@ def string_span_hash(s: str) -> int:
     return int(acc)
 
 
-def tokenize(texts: Sequence[str], table: CharTable) -> Tokens:
-    """Whitespace tokens of ``texts`` (``str.split()``)."""
+def tokenize(texts: Sequence[str], table: CharTable, by_chars: np.ndarray | None = None) -> Tokens:
+    """Whitespace tokens of ``texts`` (``str.split()``). In the documents where
+    ``by_chars`` is true, every character of a script written without spaces (CJK, Thai,
+    ...; :data:`stages._lang.CHAR_SCRIPT_RANGES`) is a token of its own."""
     n = len(texts)
     joined = "\n".join(texts)
     cp = np.frombuffer(joined.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
@@ -368,8 +386,14 @@ def tokenize(texts: Sequence[str], table: CharTable) -> Tokens:
         np.cumsum(lens[:-1] + 1, out=doc_start[1:])
     ns = (cls & SPACE) == 0
     if len(ns):
-        starts = np.flatnonzero(ns & ~np.r_[False, ns[:-1]])
-        ends = np.flatnonzero(ns & ~np.r_[ns[1:], False]) + 1
+        brk_before = ~np.r_[False, ns[:-1]]
+        brk_after = ~np.r_[ns[1:], False]
+        if by_chars is not None and np.any(by_chars):
+            seg = np.repeat(np.asarray(by_chars, dtype=bool), lens + 1)[: len(cp)] & ((cls & CHAR_SEG) != 0)
+            brk_before = brk_before | seg | np.r_[False, seg[:-1]]
+            brk_after = brk_after | seg | np.r_[seg[1:], False]
+        starts = np.flatnonzero(ns & brk_before)
+        ends = np.flatnonzero(ns & brk_after) + 1
     else:
         starts = ends = np.zeros(0, dtype=np.int64)
     doc = np.searchsorted(doc_start, starts, side="right") - 1

@@ -18,9 +18,21 @@ Document rules (``c4:<rule>``), in the reference code's order:
 * ``curly_bracket`` – such a line (not removed for javascript) contains ``{``;
 * ``too_few_sentences`` – the kept lines hold fewer than ``min_sentences`` (3)
   sentences;
-* ``bad_words`` – with ``bad_words_path`` set (LDNOOBW list, one word or phrase per
-  line), the cleaned text contains a listed word flanked by non-word characters (case
-  insensitive); detail = the word.
+* ``bad_words`` – the cleaned text contains a word of the LDNOOBW list of the
+  document's language (bundled, 28 languages; ``bad_words: false`` disables) flanked by
+  non-word characters (case insensitive; no flanking needed for Chinese, Japanese, Thai,
+  as in mC4); detail = the word. ``bad_words_path`` (one word or phrase per line) replaces
+  the bundled lists with one list for every language.
+
+Languages (:mod:`stages._lang`, ``language`` column else ``default_language``): a line
+ends in terminal punctuation when its last character is one of ``terminal_punctuation``
+or of its language's own marks (``。！？`` ...); sentences also end at those marks; words
+of languages written without spaces are characters. A document whose language has no
+known sentence marks (Thai, Lao, unknown, none) keeps its lines regardless of their last
+character (counted ``no_terminal_punct_unsupported_language``); one whose language has
+no bad-words list is not judged by that rule (``bad_words_unsupported_language``).
+``reference: datatrove`` reproduces datatrove's ``C4QualityFilter`` and
+``C4BadWordsFilter`` (differences in ``docs/filters.md``).
 
 The paper states the thresholds as "at least 5 words" per line and "fewer than 3
 sentences"; the reference code agrees (datatrove's ``C4QualityFilter`` defaults to 3 and
@@ -41,8 +53,12 @@ import pyarrow.compute as pc
 
 from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
+from stages import _datatrove as DT
+from stages import _lang as L
 from stages import _text as T
 from datapipe.stage import Rewrite, RewriteFilterStage
+from stages.fineweb import line_ends
+from stages.gopher_quality import check_reference
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +66,8 @@ C4_END_MARKS = (".", "?", "!", '"')
 C4_POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
                         "use of cookies", "use cookies")
 CITATION_RE2 = r"\[\d*\]|\[edit\]|\[citation needed\]"
-SENTENCE_END_RE2 = r"[.!?]+[\"'\x{201d}\x{2019})\]]*(?:[" + T.WS_CLASS + r"]|$)"
+SENTENCE_END_RE2 = (r"[.!?]+[\"'\x{201d}\x{2019})\]]*(?:[" + T.WS_CLASS + r"]|$)"
+                    r"|[\x{3002}\x{ff01}\x{ff1f}\x{ff61}\x{0964}\x{0965}\x{061f}\x{06d4}\x{0589}\x{1362}\x{104b}\x{17d4}]+")
 LINE_RULES = ("too_long_word", "no_terminal_punct", "too_few_words", "javascript", "policy")
 
 
@@ -67,12 +84,18 @@ class C4Config(StageConfig):
     policy_substrings: tuple[str, ...] = C4_POLICY_SUBSTRINGS
     filter_lorem_ipsum: bool = True
     filter_curly_bracket: bool = True
-    #: a word list (one word or phrase per line), e.g. ``{shared}/lists/ldnoobw.txt``;
-    #: null disables the bad-words rule
+    #: drop documents with a word of their language's bundled LDNOOBW list
+    bad_words: bool = True
+    #: one word list (a word or phrase per line) for every language instead of the bundled ones
     bad_words_path: str | None = None
+    #: language of documents when the batch has no ``language`` column (null: unknown)
+    default_language: str | None = "en"
+    #: "paper" (the published rules) or "datatrove" (datatrove's implementation)
+    reference: str = "paper"
 
     def __post_init__(self) -> None:
         s = "c4"
+        check_reference(s, self.reference)
         for name in ("min_words_per_line", "min_sentences", "max_word_length"):
             v = getattr(self, name)
             if v is not None and v < 0:
@@ -96,9 +119,12 @@ def load_bad_words(path: str) -> list[str]:
     return sorted(words)
 
 
-def bad_words_pattern(words: list[str]) -> str:
-    """RE2 pattern: any listed word flanked by non-word characters or text ends, ignoring
-    case; the word is capture group ``w``."""
+def bad_words_pattern(words: list[str], bounded: bool = True) -> str:
+    """RE2 pattern: any listed word flanked by non-word characters or text ends (unless
+    ``bounded`` is false: languages written without spaces), ignoring case; the word is
+    capture group ``w``."""
+    if not bounded:
+        return r"(?i)(?P<w>" + T.alternation(words) + r")"
     return r"(?i)(?:^|[^\p{L}\p{N}_])(?P<w>" + T.alternation(words) + r")(?:[^\p{L}\p{N}_]|$)"
 
 
@@ -108,17 +134,35 @@ class C4(RewriteFilterStage):
     name = "c4"
     Config = C4Config
 
-    _bad_words_re: str | None = None           # set in setup() when a list is configured
+    _bad_words_re: str | None = None           # set in setup() when a list file is configured
 
     def setup(self) -> None:
-        if self.config.bad_words_path:
+        self._patterns: dict[str, str | None] = {}
+        self._words = None
+        if self.config.bad_words and self.config.bad_words_path:
             words = load_bad_words(self.config.bad_words_path)
             self._bad_words_re = bad_words_pattern(words) if words else None
             log.info("c4: %d bad words from %s", len(words), self.config.bad_words_path)
 
+    def _pattern(self, lang: L.Language | None) -> str | None:
+        """The bad-words pattern for documents of ``lang`` (None: no list)."""
+        if self._bad_words_re is not None:
+            return self._bad_words_re
+        if lang is None:
+            return None
+        if lang.code not in self._patterns:
+            words = lang.bad_words
+            self._patterns[lang.code] = (bad_words_pattern(list(words), bounded=not lang.by_chars)
+                                         if words else None)
+        return self._patterns[lang.code]
+
     def rewrite(self, batch: pa.Table) -> Rewrite:
         cfg: C4Config = self.config
+        self.ensure_setup()
         texts = T.text_list(batch)
+        langs = L.languages_of(L.document_languages(batch, cfg.default_language))
+        if cfg.reference == "datatrove":
+            return self._datatrove(texts, langs)
         n = len(texts)
         lines = T.split_lines_py(texts, strip="both")
         m = len(lines)
@@ -151,16 +195,20 @@ class C4(RewriteFilterStage):
 
         # 2. terminal punctuation, not an ellipsis
         no_punct = zeros.copy()
+        punct_unknown = np.zeros(n, dtype=bool)
         if cfg.require_terminal_punct and m:
-            last = pc.utf8_slice_codeunits(s, -1)
-            ends = T.as_bool(pc.is_in(last, value_set=pa.array(list(cfg.terminal_punctuation), pa.string())))
-            no_punct = ~ends | T.as_bool(pc.ends_with(s, "..."))
+            ends, punct_unknown = line_ends(T.Pieces(s, parent, n), langs, tuple(cfg.terminal_punctuation))
+            no_punct = (~ends | T.as_bool(pc.ends_with(s, "..."))) & ~punct_unknown[parent]
         # 3. words per line (only lines still in the running)
         few_words = zeros.copy()
         if cfg.min_words_per_line is not None and m:
             live = np.flatnonzero(~too_long & ~no_punct)
             if len(live):
-                few_words[live] = T.count_words(s.take(pa.array(live))) < cfg.min_words_per_line
+                counts = T.count_words(s.take(pa.array(live)))
+                by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
+                for j in np.flatnonzero(by_chars[parent[live]]):
+                    counts[j] = len(L.segment(s[int(live[j])].as_py()))
+                few_words[live] = counts < cfg.min_words_per_line
 
         candidate = ~too_long & ~no_punct & ~few_words
         lorem = js = curly = policy = zeros
@@ -206,16 +254,7 @@ class C4(RewriteFilterStage):
             keep &= ~few
 
         cleaned = pc.utf8_trim_whitespace(kept.join("\n"))   # blank lines can only be kept with rules off
-        if self._bad_words_re is not None and keep.any():
-            alive = np.flatnonzero(keep)
-            sub = cleaned.take(pa.array(alive))
-            hit = T.as_bool(pc.match_substring_regex(sub, self._bad_words_re))
-            if hit.any():
-                rows = alive[hit]
-                found = pc.extract_regex(cleaned.take(pa.array(rows)), self._bad_words_re).field("w").to_pylist()
-                for d, w in zip(rows.tolist(), found):
-                    keep[d] = False
-                    reasons[d] = f"bad_words|{w.lower()}"
+        no_list = self._bad_words(cleaned, langs, keep, reasons) if cfg.bad_words else np.zeros(n, dtype=bool)
 
         changes = {
             "lines_removed": lines.count(~kept_line),
@@ -226,5 +265,61 @@ class C4(RewriteFilterStage):
             "lines_policy": lines.count(policy),
             "citations_removed": lines.total(citations.astype(np.float64), kept_line).astype(np.int64),
         }
+        if cfg.require_terminal_punct:
+            changes["no_terminal_punct_unsupported_language"] = punct_unknown.astype(np.int64)
+        if cfg.bad_words:
+            changes["bad_words_unsupported_language"] = no_list.astype(np.int64)
         return Rewrite(texts=cleaned, keep=keep, reasons=reasons, changes=changes)
+
+    def _bad_words(self, cleaned: pa.Array, langs: list, keep: np.ndarray, reasons: list) -> np.ndarray:
+        """Drop kept documents with a bad word of their language (in place); returns the
+        kept documents that could not be judged (no list for their language)."""
+        no_list = np.zeros(len(langs), dtype=bool)
+        groups: dict[str, list[int]] = {}
+        for d in np.flatnonzero(keep):
+            pat = self._pattern(langs[d])
+            if pat is None:
+                no_list[d] = True
+            else:
+                groups.setdefault(pat, []).append(int(d))
+        for pat, docs in groups.items():
+            rows = np.array(docs, dtype=np.int64)
+            sub = cleaned.take(pa.array(rows))
+            hit = T.as_bool(pc.match_substring_regex(sub, pat))
+            if hit.any():
+                found = pc.extract_regex(sub.filter(pa.array(hit)), pat).field("w").to_pylist()
+                for d, w in zip(rows[hit].tolist(), found):
+                    keep[d] = False
+                    reasons[d] = f"bad_words|{w.lower()}"
+        return no_list
+
+    def _datatrove(self, texts: list[str], langs: list) -> Rewrite:
+        """datatrove's C4QualityFilter then C4BadWordsFilter, one document at a time."""
+        cfg: C4Config = self.config
+        if self._words is None:
+            self._words = DT.Words()
+        n = len(texts)
+        keep = np.ones(n, dtype=bool)
+        reasons: list[str | None] = [None] * n
+        out = list(texts)
+        unsupported = np.zeros(n, dtype=np.int64)
+        no_list = np.zeros(n, dtype=np.int64)
+        for i, (text, lang) in enumerate(zip(texts, langs)):
+            try:
+                verdict, out[i] = DT.c4(text, lang, self._words, cfg)
+            except DT.Unsupported:
+                unsupported[i] = 1
+                continue
+            if verdict is not None:
+                keep[i], reasons[i] = False, f"{verdict[0]}|{verdict[1]}"
+                continue
+            if cfg.bad_words:
+                rx = DT.bad_words_regex(lang)
+                if rx is None:
+                    no_list[i] = 1
+                elif (m := rx.search(out[i].lower())) is not None:
+                    keep[i], reasons[i] = False, f"bad_words|{m.group(m.lastindex or 0).strip()}"
+        return Rewrite(texts=out, keep=keep, reasons=reasons,
+                       changes={"word_tokenizer_unsupported_language": unsupported,
+                                "bad_words_unsupported_language": no_list})
 

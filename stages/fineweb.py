@@ -19,7 +19,16 @@ whitespace (``\\r`` of CRLF text included) is ignored when checking the last cha
 and the length. The paper's comparisons (``<=``, ``>=``) are kept. The paper gives 0.1
 for the duplicated-line character fraction; datatrove's code default is 0.01 (set
 ``max_char_dup_ratio: 0.01`` to match that code). The newline/word ratio is datatrove's
-(not in the paper); words are whitespace tokens.
+(not in the paper); words are whitespace tokens (characters of languages written
+without spaces).
+
+Languages (:mod:`stages._lang`): a line ends in terminal punctuation when its last
+character is one of ``terminal_punctuation`` or of its document's language's own marks
+(``。！？`` ...). A document whose language has no known sentence marks (Thai, Lao, an
+unknown language, no language) is not judged by ``line_punct_ratio`` and is counted as
+``line_punct_ratio_unsupported_language``. ``reference: datatrove`` reproduces datatrove's
+``FineWebQualityFilter`` (its Unicode sentence terminals unless ``terminal_punctuation``
+is changed; differences in ``docs/filters.md``).
 """
 
 from __future__ import annotations
@@ -33,7 +42,10 @@ import pyarrow.compute as pc
 
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
+from stages import _datatrove as DT
+from stages import _lang as L
 from stages import _text as T
+from stages.gopher_quality import check_reference
 
 log = logging.getLogger(__name__)
 
@@ -49,9 +61,14 @@ class FineWebConfig(StageConfig):
     max_list_ratio: float | None = 0.30
     terminal_punctuation: tuple[str, ...] = FINEWEB_TERMINAL_PUNCTUATION
     skip_blank_lines: bool = True
+    #: language of documents when the batch has no ``language`` column (null: unknown)
+    default_language: str | None = "en"
+    #: "paper" (the published rules) or "datatrove" (datatrove's implementation)
+    reference: str = "paper"
 
     def __post_init__(self) -> None:
         s = "fineweb"
+        check_reference(s, self.reference)
         for name in ("min_line_punct_ratio", "max_short_line_ratio", "max_char_dup_ratio"):
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
@@ -73,6 +90,9 @@ class FineWeb(FilterStage):
 
     def keep(self, batch: pa.Table):
         cfg: FineWebConfig = self.config
+        langs = L.languages_of(L.document_languages(batch, cfg.default_language))
+        if cfg.reference == "datatrove":
+            return self._datatrove(batch, langs)
         arr = T.texts_of(batch)
         n = len(arr)
         lists = pc.split_pattern(arr, "\n")
@@ -82,16 +102,12 @@ class FineWeb(FilterStage):
             lines = lines.select(T.lengths(lines.values) > 0)
         n_lines = lines.count()
         safe_lines = np.maximum(n_lines, 1)
-        fails: list[tuple[str, np.ndarray, np.ndarray]] = [("empty", n_lines == 0, n_lines)]
+        fails: list[tuple] = [("empty", n_lines == 0, n_lines)]
 
         if cfg.min_line_punct_ratio is not None:
-            if len(lines):
-                last = pc.utf8_slice_codeunits(lines.values, -1)
-                ends = T.as_bool(pc.is_in(last, value_set=pa.array(list(cfg.terminal_punctuation), pa.string())))
-            else:
-                ends = np.zeros(0, bool)
+            ends, unknown = line_ends(lines, langs, cfg.terminal_punctuation)
             r = lines.count(ends) / safe_lines
-            fails.append(("line_punct_ratio", r <= cfg.min_line_punct_ratio, r))
+            fails.append(("line_punct_ratio", r <= cfg.min_line_punct_ratio, r, unknown))
         if cfg.max_short_line_ratio is not None:
             r = lines.count(T.lengths(lines.values) <= cfg.short_line_length) / safe_lines
             fails.append(("short_line_ratio", r >= cfg.max_short_line_ratio, r))
@@ -104,6 +120,39 @@ class FineWeb(FilterStage):
             r = dup_chars / np.maximum(non_nl, 1)
             fails.append(("char_dup_ratio", r >= cfg.max_char_dup_ratio, r))
         if cfg.max_list_ratio is not None:
-            r = newlines / np.maximum(T.count_words(arr), 1)
+            words = T.count_words(arr)
+            for i in (i for i, x in enumerate(langs) if x is not None and x.by_chars):
+                words[i] = len(L.segment(arr[i].as_py()))
+            r = newlines / np.maximum(words, 1)
             fails.append(("list_ratio", r > cfg.max_list_ratio, r))
         return T.first_failure(fails, n)
+
+    def _datatrove(self, batch: pa.Table, langs: list):
+        cfg: FineWebConfig = self.config
+        if getattr(self, "_words", None) is None:
+            self._words = DT.Words()
+        stop = (tuple(DT.TERMINAL_PUNCTUATION) if tuple(cfg.terminal_punctuation) == FINEWEB_TERMINAL_PUNCTUATION
+                else tuple(cfg.terminal_punctuation))
+        return DT.run_per_document(T.text_list(batch), langs, lambda t, lang: DT.fineweb(
+            t, lambda: self._words.words(t, lang), cfg, stop))
+
+
+def line_ends(lines: T.Pieces, langs: list, base: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per line: ends in its document's terminal punctuation; per document: its language
+    has no known sentence marks (not judged)."""
+    ends = np.zeros(len(lines), dtype=bool)
+    unknown = np.zeros(len(langs), dtype=bool)
+    groups, unk = L.terminal_marks(langs, base)
+    unknown[unk] = True
+    if not len(lines):
+        return ends, unknown
+    last = pc.utf8_slice_codeunits(lines.values, -1)
+    doc_group = np.full(len(langs), -1, dtype=np.int64)
+    for g, docs in enumerate(groups.values()):
+        doc_group[docs] = g
+    line_group = doc_group[lines.parent]
+    for g, marks in enumerate(groups):
+        sel = np.flatnonzero(line_group == g)
+        if len(sel):
+            ends[sel] = T.as_bool(pc.is_in(last.take(pa.array(sel)), value_set=pa.array(list(marks), pa.string())))
+    return ends, unknown

@@ -30,7 +30,12 @@ Exact semantics (they follow datatrove's ``GopherRepetitionFilter``):
   characters are the characters of the words covered by at least one repeated n-gram,
   each word counted once however many repeated n-grams overlap it (datatrove instead
   skips ahead after each repeat, which can count slightly less);
-* "characters" in every denominator is the length of the whole text.
+* "characters" in every denominator is the length of the whole text;
+* languages written without spaces (``language`` column, else ``default_language``;
+  :mod:`stages._lang`) form n-grams over characters instead of whitespace tokens.
+
+``reference: datatrove`` reproduces datatrove's ``GopherRepetitionFilter`` instead
+(:mod:`stages._datatrove`; differences in ``docs/filters.md``).
 """
 
 from __future__ import annotations
@@ -43,7 +48,10 @@ import pyarrow as pa
 
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
+from stages import _datatrove as DT
+from stages import _lang as L
 from stages import _text as T
+from stages.gopher_quality import check_reference
 
 log = logging.getLogger(__name__)
 
@@ -61,9 +69,14 @@ class GopherRepetitionConfig(StageConfig):
     top_ngram_char_frac: dict[int, float] = field(default_factory=lambda: dict(GOPHER_TOP_NGRAMS))
     #: n -> max fraction of characters covered by repeated n-grams
     dup_ngram_char_frac: dict[int, float] = field(default_factory=lambda: dict(GOPHER_DUP_NGRAMS))
+    #: language of documents when the batch has no ``language`` column (null: unknown)
+    default_language: str | None = "en"
+    #: "paper" (the published rules) or "datatrove" (datatrove's implementation)
+    reference: str = "paper"
 
     def __post_init__(self) -> None:
         s = "gopher_repetition"
+        check_reference(s, self.reference)
         for name in ("max_dup_para_frac", "max_dup_para_char_frac", "max_dup_line_frac", "max_dup_line_char_frac"):
             v = getattr(self, name)
             if v is not None and not 0.0 <= v <= 1.0:
@@ -91,6 +104,13 @@ class GopherRepetition(FilterStage):
         cfg: GopherRepetitionConfig = self.config
         self.ensure_setup()
         texts = T.text_list(batch)
+        langs = L.languages_of(L.document_languages(batch, cfg.default_language))
+        if cfg.reference == "datatrove":
+            if getattr(self, "_words", None) is None:
+                self._words = DT.Words()
+            return DT.run_per_document(texts, langs,
+                                       lambda t, lang: DT.gopher_repetition(t, self._words.words(t, lang), cfg))
+        by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
         n = len(texts)
         total_chars = np.maximum(T.py_counts(texts, len), 1).astype(np.float64)
         fails: list[tuple[str, np.ndarray, np.ndarray]] = []
@@ -119,7 +139,7 @@ class GopherRepetition(FilterStage):
         top = dict(cfg.top_ngram_char_frac)
         dup = dict(cfg.dup_ngram_char_frac)
         if top or dup:
-            stats = ngram_char_stats(T.tokenize(texts, self._chars), top_ns=sorted(top), dup_ns=sorted(dup))
+            stats = ngram_char_stats(T.tokenize(texts, self._chars, by_chars), top_ns=sorted(top), dup_ns=sorted(dup))
             for k in sorted(top):
                 r = stats[("top", k)] / total_chars
                 fails.append((f"top_{k}gram_char_frac", r > top[k], r))

@@ -59,8 +59,8 @@ def _cmd_cutoffs(args: argparse.Namespace) -> int:
     from datapipe.lm.train import compute_cutoffs
 
     res = compute_cutoffs(_parse_models(args.model), args.input, args.out,
-                          default_language=args.default_language, text_key=args.text_key,
-                          sample=args.sample)
+                          default_language=args.default_language, langid=args.langid,
+                          text_key=args.text_key, sample=args.sample)
     print(json.dumps(res, indent=2))
     return 0
 
@@ -90,7 +90,9 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--input", nargs="+", required=True, help="sample documents ([format:]path or glob)")
     c.add_argument("--out", required=True, help="CSV to write, e.g. models/lm/cutoffs.csv")
     c.add_argument("--default-language", help="language of records without a language field "
-                                                   "(default: the model's, when there is one model)")
+                                                   "(default: none; such records are skipped and counted)")
+    c.add_argument("--langid", help="fastText language-ID model (e.g. ../shared/models/lid.176.ftz) that "
+                                    "labels records without a language field")
     c.add_argument("--text-key", default="text")
     c.add_argument("--sample", type=int, default=10_000, help="documents per language (default 10000)")
     c.set_defaults(func=_cmd_cutoffs)

@@ -129,21 +129,27 @@ def compute_cutoffs(
     out: str,
     *,
     default_language: str | None = None,
+    langid: str | None = None,
     text_key: str = "text",
     sample: int = 10_000,
 ) -> dict[str, Any]:
     """Perplexity percentiles per language over (up to ``sample`` documents per language
     of) ``inputs``, written as a CCNet-style CSV at ``out``. ``models`` maps language to
-    model path; a document's language is its record's ``language`` field, else
-    ``default_language``; documents in languages without a model are not scored."""
+    model path. A document's language is its record's ``language`` field; else, with
+    ``langid`` (a fastText language-ID model), the identified one; else
+    ``default_language`` when given. A document of no known language is never counted as
+    some default (a German page would skew the English percentiles): it is skipped and
+    counted as ``no_language``. Documents in languages without a model are skipped too."""
     if not models:
         raise SpecError("lm cutoffs: give at least one --model [lang=]path")
-    if default_language is None and len(models) == 1:
-        default_language = next(iter(models))
+    identify = _language_identifier(langid) if langid else None
     texts: dict[str, list[str]] = {lang: [] for lang in models}
-    skipped = 0
+    skipped = no_language = 0
     for doc in corpus.iter_docs(inputs, text_key=text_key):
-        lang = doc.language or default_language
+        lang = doc.language or (identify(doc.text) if identify else None) or default_language
+        if lang is None:
+            no_language += 1
+            continue
         if lang not in texts:
             skipped += 1
             continue
@@ -151,6 +157,9 @@ def compute_cutoffs(
             texts[lang].append(doc.text)
         if all(len(v) >= sample for v in texts.values()):
             break
+    if no_language:
+        log.warning("lm cutoffs: %d documents without a language skipped; give --langid MODEL or "
+                    "--default-language LANG to use them", no_language)
     table: dict[str, np.ndarray] = {}
     counts = {}
     for lang, path in sorted(models.items()):
@@ -166,9 +175,27 @@ def compute_cutoffs(
         table[lang] = np.percentile(pp, PERCENTILES)
         counts[lang] = int(len(pp))
     if not table:
-        raise SpecError(f"lm cutoffs: no document of {sorted(models)} found in {list(inputs)}")
+        hint = (f"; {no_language} documents had no language: give --langid MODEL or --default-language LANG"
+                if no_language else "")
+        raise SpecError(f"lm cutoffs: no document of {sorted(models)} found in {list(inputs)}{hint}")
     write_cutoffs(out, table)
-    return {"languages": counts, "skipped_other_languages": skipped, "out": out}
+    return {"languages": counts, "skipped_other_languages": skipped, "no_language": no_language, "out": out}
+
+
+def _language_identifier(path: str):
+    """``text -> language`` with a fastText language-ID model (``lid.176``)."""
+    from datapipe import fasttext_compat
+
+    if not os.path.isfile(path):
+        raise SpecError(f"lm cutoffs: --langid {path!r} is not a file; give a fastText language-ID model "
+                        "such as ../shared/models/lid.176.ftz")
+    model = fasttext_compat.load(path)
+
+    def identify(text: str) -> str | None:
+        labels, _ = fasttext_compat.predict(model, [text.replace("\n", " ")])
+        return labels[0][0].replace("__label__", "") if labels[0] else None
+
+    return identify
 
 
 def write_cutoffs(path: str, table: Mapping[str, np.ndarray]) -> None:

@@ -38,7 +38,7 @@ def verdicts(stage, texts):
 
 
 GQ_OFF = {f.name: None for f in dataclasses.fields(GopherQualityConfig)
-          if f.name not in ("stop_words", "bullet_chars")}
+          if f.name not in ("stop_words", "bullet_chars", "default_language", "reference")}
 GR_OFF = dict(max_dup_para_frac=None, max_dup_para_char_frac=None, max_dup_line_frac=None,
               max_dup_line_char_frac=None, top_ngram_char_frac={}, dup_ngram_char_frac={})
 FW_OFF = dict(min_line_punct_ratio=None, max_short_line_ratio=None, max_char_dup_ratio=None, max_list_ratio=None)

@@ -124,7 +124,9 @@ def test_cutoffs_csv_and_buckets(wiki, web_pages, tmp_path):
             f.write(json.dumps({"text": text}) + "\n")
         f.write(json.dumps({"text": "ein deutscher Text", "language": "de"}) + "\n")
     out = tmp_path / "cutoffs.csv"
-    res = compute_cutoffs({"en": str(wiki["model"])}, [str(sample)], str(out))
+    with pytest.raises(SpecError, match="had no language"):   # never silently the model's language
+        compute_cutoffs({"en": str(wiki["model"])}, [str(sample)], str(out))
+    res = compute_cutoffs({"en": str(wiki["model"])}, [str(sample)], str(out), default_language="en")
     assert res["languages"] == {"en": len(web_pages) + len(wiki["heldout"])}
     assert res["skipped_other_languages"] == 1
     table = read_cutoffs(str(out))
@@ -207,7 +209,7 @@ def test_cli_train_and_cutoffs(shared_dir, tmp_path, capsys):
     assert json.loads(capsys.readouterr().out)["languages"] == {"en": 20}
 
 
-def test_sample_corpus_recipe(repo_dir, tmp_path):
+def test_sample_corpus_recipe(repo_dir, shared_dir, tmp_path):
     """`lm train` + `lm cutoffs` on the bundled sample corpus, as `make sample` runs them."""
     d = repo_dir / "jobs" / "sample_data"
     model = tmp_path / "en.arpa"
@@ -215,8 +217,10 @@ def test_sample_corpus_recipe(repo_dir, tmp_path):
     assert card["documents"] == 40 and card["normalisation_max_error"] < 1e-9
     sample = [str(d / "web" / "*.warc.gz"), str(d / "news" / "*.jsonl*"), str(d / "forum" / "*.jsonl.zst"),
               str(d / "wet" / "*.wet.gz")]
-    res = compute_cutoffs({"en": str(model)}, sample, str(tmp_path / "cutoffs.csv"))
-    assert res["languages"]["en"] > 80
+    lid = str(shared_dir / "models" / "lid.176.ftz")
+    res = compute_cutoffs({"en": str(model)}, sample, str(tmp_path / "cutoffs.csv"), langid=lid)
+    # the sample's German, French, Spanish and Polish pages are identified, not taken for English
+    assert res["languages"]["en"] > 60 and res["skipped_other_languages"] >= 10 and res["no_language"] <= 2
     stage = PerplexityFilter(PerplexityConfig(model=str(model), cutoffs=str(tmp_path / "cutoffs.csv"),
                                               max_perplexity=3000.0))
     texts = [doc.text for doc in corpus.iter_docs([str(d / "forum" / "*.jsonl.zst")])]
