@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
+from pyarrow import fs as pafs
 
 from datapipe import schema as S
 from datapipe.stage import GlobalStage, StageContext
@@ -28,21 +29,34 @@ LIVE = "_dd_live"
 def run_on_dataset(stage: GlobalStage, ds: Any, ctx: StageContext, *, batch_rows: int) -> Any:
     root = ctx.work_dir.rstrip("/")
     applies = sorted(stage.sources) if stage.sources is not None else None
-    docs = f"{root}/docs"
+    docs, side_dir = f"{root}/docs", f"{root}/side"
+    for folder in (docs, side_dir):   # a rerun starts from scratch; decide() reuses its own work
+        fs, p = _fs(folder)
+        if fs.get_file_info(p).type != pafs.FileType.NotFound:
+            fs.delete_dir(p)
     ds.map_batches(_number, fn_kwargs={"applies": applies}, batch_format="pyarrow",
                    batch_size=batch_rows).write_parquet(docs)
     import ray
 
-    side_dir = f"{root}/side"
+    if not _exists(docs):     # no documents came in
+        stage.decide([], ctx)
+        return ds
     ray.data.read_parquet(docs).map_batches(_side, fn_kwargs={"stage": stage}, batch_format="pyarrow",
                                             batch_size=batch_rows).write_parquet(side_dir)
-    decisions = stage.decide([side_dir], ctx)
+    decisions = stage.decide([side_dir] if _exists(side_dir) else [], ctx)
     dec = None
     if decisions is not None:
         fs, p = _fs(decisions)
         dec = pq.read_table(p, filesystem=fs)   # bounded by the number of duplicates
     return ray.data.read_parquet(docs).map_batches(apply_decisions, fn_kwargs={"decisions": dec, "stage": stage.name},
                                                    batch_format="pyarrow")
+
+
+def _exists(folder: str) -> bool:
+    fs, p = _fs(folder)
+    info = fs.get_file_info(p)
+    return info.type != pafs.FileType.NotFound and any(
+        f.path.endswith(".parquet") for f in fs.get_file_info(pafs.FileSelector(p, recursive=True)))
 
 
 def _number(batch: pa.Table, *, applies: list[str] | None) -> pa.Table:

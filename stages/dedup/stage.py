@@ -197,13 +197,16 @@ def _side_files(side: list[str]) -> list[str]:
     return files
 
 
-def _read_tables(files: list[str]) -> pa.Table:
+def _read_tables(files: list[str], empty: pa.Schema | None = None) -> pa.Table:
+    """The rows of ``files`` as one table (``empty``'s empty table when there are none)."""
     tables = []
     for f in files:
         fs, p = P._fs(f)
         tables.append(pq.read_table(p, filesystem=fs))
     if not tables:
-        raise AssertionError("no side files to read")
+        if empty is None:
+            raise AssertionError("no files to read and no schema to stand in")
+        return empty.empty_table()
     return pa.concat_tables(tables).combine_chunks()
 
 
@@ -278,7 +281,7 @@ class _Decide:
         index = _open_index(cfg.index_in, cfg) if cfg.index_in else None
         n_side = sum(pq.ParquetFile(P._fs(f)[0].open_input_file(P._fs(f)[1])).metadata.num_rows for f in files)
         n_index = index["documents"] if index is not None else 0
-        local = n_side + n_index <= cfg.local_rows
+        local = n_side + n_index <= cfg.local_rows or not files
         if local:
             dec, partials, counts, how = self._local(files, index)
         else:
@@ -303,7 +306,8 @@ class _Decide:
         """Every step in this process, on the same kernels as the distributed passes."""
         cfg = self.cfg
         t0 = time.perf_counter()
-        side = _read_tables(files)
+        side = _read_tables(files, P.side_schema(cfg.num_perm).append(pa.field(P.SPLIT, pa.string())).append(
+            pa.field(P.ROW, pa.int64())))
         nodes = P.node_rows(side, ranks=self.ranks, default_rank=self.default_rank)
         t = pa.table({"key": nodes[P.KEY], "exact": nodes[P.EXACT], "buckets": nodes[P.BUCKETS],
                       "sig": nodes[P.SIG], "sh": nodes[P.SH]})
@@ -434,9 +438,7 @@ class _Distributed:
         self.cfg = d.cfg
         self.root = _join(d.root, "passes")
         self.bands = d.bands
-        import ray
-
-        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.cpus = 1   # known once Ray runs (after the first pass)
 
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
         """Partitions for a shuffle of ``rows`` rows: at most ``per_partition`` rows each
@@ -490,6 +492,9 @@ class _Distributed:
         cfg, d, fmt = self.cfg, self.d, "pyarrow"
         docs, n_elig = self._write("nodes", lambda: self._read(files).map_batches(
             P.node_rows, fn_kwargs={"ranks": d.ranks, "default_rank": d.default_rank}, batch_format=fmt))
+        import ray
+
+        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         index_nodes = None
         if index is not None and index["segments"]:
             index_nodes = self._read(index["segments"]).map_batches(
