@@ -39,7 +39,7 @@ class DedupConfig(StageConfig):
     # LSH
     threshold: float = 0.8
     #: (false-positive weight, false-negative weight) for choosing bands x rows; default:
-    #: (0.2, 0.8) when candidates are verified (a false positive then only costs a
+    #: (0.05, 0.95) when candidates are verified (a false positive then only costs a
     #: check), (0.5, 0.5) - datasketch's default - when they are not
     weights: tuple[float, float] | None = None
     bands: int | None = None
@@ -126,7 +126,7 @@ class DedupConfig(StageConfig):
     def lsh_weights(self) -> tuple[float, float]:
         if self.weights is not None:
             return self.weights
-        return (0.5, 0.5) if self.verify == "none" else (0.2, 0.8)
+        return (0.5, 0.5) if self.verify == "none" else (0.05, 0.95)
 
     def bands_rows(self) -> tuple[int, int]:
         """Explicit ``bands x rows``, or the optimum for ``threshold`` and the weights."""

@@ -268,8 +268,9 @@ def single_part(batch: pa.Table) -> pa.Table:
     return edges_only(batch).add_column(0, "_part", pa.array(np.zeros(batch.num_rows, np.int64)))
 
 
-def local_kernel(group: pa.Table) -> pa.Table:
-    return G.local_components(group.drop_columns(["_part"]))
+def local_decide_kernel(group: pa.Table) -> pa.Table:
+    """Union-find over every edge in one task, then the decisions (see :func:`decide_kernel`)."""
+    return decide_kernel(G.local_components(group.drop_columns(["_part"])))
 
 
 def directed_rows(batch: pa.Table, *, parts: int) -> pa.Table:

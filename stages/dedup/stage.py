@@ -546,13 +546,14 @@ class _Distributed:
 
         comp, n_comp, how = self._components(edge_sets)
         counts["removed_nodes"] = n_comp
-        dec = DECISION_EMPTY
-        if n_comp:
+        dec_path = comp if how == "local" else None   # local components write decisions at once
+        if n_comp and dec_path is None:
             parts = self._parts(n_comp)
             dec_path, _ = self._write("decisions", lambda: self._group(
                 self._read(comp).map_batches(P.by_root_rows, fn_kwargs={"parts": parts}, batch_format=fmt),
                 parts, P.decide_kernel))
-            dec = _read_tables(_parquet_files(dec_path))   # bounded by the number of duplicates
+        dec = _read_tables(_parquet_files(dec_path), P.DECISION_SCHEMA) if n_comp else DECISION_EMPTY
+        # (bounded by the number of duplicates)
         if cfg.index_out:
             removed = dec["node"].combine_chunks()
             d._write_index(index, lambda path: self._index_segment(docs, removed, path))
@@ -632,8 +633,8 @@ class _Distributed:
             return path, 0, "none"
         local = cfg.components == "local" or (cfg.components == "auto" and n_edges <= cfg.local_max_edges)
         if local:
-            path, n = self._write("components", lambda: self._group(
-                all_edges().map_batches(P.single_part, batch_format=fmt), 1, P.local_kernel))
+            path, n = self._write("components+decisions", lambda: self._group(
+                all_edges().map_batches(P.single_part, batch_format=fmt), 1, P.local_decide_kernel))
             return path, n, "local"
         # alternating large-star / small-star over Ray Data
         cur, rows = self._write("cc_edges_0", all_edges)

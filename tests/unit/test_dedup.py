@@ -125,7 +125,7 @@ def test_bands_rows_match_datasketch(threshold, num_perm, weights):
 
 
 def test_default_weights_favour_recall_only_when_verified():
-    assert DedupConfig().lsh_weights == (0.2, 0.8)
+    assert DedupConfig().lsh_weights == (0.05, 0.95)
     assert DedupConfig(verify="none").lsh_weights == (0.5, 0.5)
     assert DedupConfig(bands=20, rows=5).bands_rows() == (20, 5)
 
