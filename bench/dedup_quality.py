@@ -348,13 +348,19 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()
-    docs, truth = build(args.originals)
-    with open(out / "corpus.jsonl", "w") as f:
-        for d in docs:
-            f.write(json.dumps(d) + "\n")
-    with open(out / "truth.jsonl", "w") as f:
-        for t in truth:
-            f.write(json.dumps(t) + "\n")
+    built = out / f"built-{args.originals}.json"
+    if built.exists():    # the build is deterministic: reuse it
+        docs = [json.loads(line) for line in open(out / "corpus.jsonl")]
+        truth = [json.loads(line) for line in open(out / "truth.jsonl")]
+    else:
+        docs, truth = build(args.originals)
+        with open(out / "corpus.jsonl", "w") as f:
+            for d in docs:
+                f.write(json.dumps(d) + "\n")
+        with open(out / "truth.jsonl", "w") as f:
+            for t in truth:
+                f.write(json.dumps(t) + "\n")
+        built.write_text("{}\n")
     originals = {d["id"] for d in docs if d["source"] != "web"}
     labels = [label(t, args.threshold) for t in truth]
     print(f"benchmark: {len(originals)} originals (wiki/books/ccnet), {len(truth)} web variants "

@@ -220,6 +220,7 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
     from datatrove.pipeline.readers import JsonlReader, WarcReader
     from datatrove.pipeline.tokens import DocumentTokenizer
     from datatrove.pipeline.writers import JsonlWriter
+    from datatrove.utils.hashing import HashConfig
 
     w = Path(work)
 
@@ -230,7 +231,9 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
     rules = lambda: [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]  # noqa: E731
 
     def minhash(reader, final) -> None:
-        cfg = MinhashConfig()
+        # sha1 shingle hashes: datatrove's default xxhash path hashes str, which the xxhash 4
+        # installed here refuses ("Strings must be encoded before hashing")
+        cfg = MinhashConfig(hash_config=HashConfig(precision=64, hash_fc="sha1"))
         run([reader(), MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg)], FILES, "sigs")
         run([MinhashDedupBuckets(input_folder=str(w / "sigs"), output_folder=str(w / "buckets"), config=cfg)],
             cfg.num_buckets, "buckets")
@@ -243,7 +246,7 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
     elif workload == "dedup":
         minhash(lambda: JsonlReader(data), JsonlWriter(str(w / "out")))
     else:
-        run([WarcReader(data, glob_pattern="*.warc.gz"), Trafilatura(), *rules(), JsonlWriter(str(w / "text"))],
+        run([WarcReader(data, glob_pattern="*.warc.gz"), Trafilatura(timeout=60), *rules(), JsonlWriter(str(w / "text"))],
             FILES, "extract")
         tok = str(shared_dir() / "tokenizers/gpt-neox-20b.tokenizer.json")
         minhash(lambda: JsonlReader(str(w / "text")), DocumentTokenizer(str(w / "tokens"), tokenizer_name_or_path=tok,

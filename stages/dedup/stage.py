@@ -13,7 +13,6 @@ decisions, once, without ever seeing text. See ``docs/dedup.md``.
 =============  ==========================================================  =============
 pass           what                                                        partitioned by
 =============  ==========================================================  =============
-nodes          eligible side rows as node rows (key = survival order)      (map)
 exact          group identical normalised texts; the smallest key           exact hash
                represents the group further on
 candidates     one row per (representative, band); star edges per bucket   band bucket
@@ -21,10 +20,14 @@ needed         endpoints of candidate pairs, sharded by split              (map)
 verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
                pairs with similarity >= threshold (``verify_a`` first
                when the join needs more than one partition)
-components     union-find in one task (<= ``local_max_edges`` edges) or    (one) / node
-               alternating large-star / small-star rounds (``cc_*``)
+components     union-find + decisions in one task (<= ``local_max_edges``  (one) / node
+               edges), or alternating large-star / small-star rounds
+               (``cc_*``) and then
 decisions      removed document -> reason, survivor, cluster size          root key
 =============  ==========================================================  =============
+
+Every pass reads the side files (or the previous artifact) directly: node rows (side rows
+with their survival-order key) are derived as they are read, not written by a pass.
 
 Both paths end in ``decisions.parquet`` (``_split, _row, reason, detail``, sorted), the
 report and, with ``index_out``, a new index; all committed under
@@ -490,10 +493,19 @@ class _Distributed:
 
     def run(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
         cfg, d, fmt = self.cfg, self.d, "pyarrow"
-        docs, n_elig = self._write("nodes", lambda: self._read(files).map_batches(
-            P.node_rows, fn_kwargs={"ranks": d.ranks, "default_rank": d.default_rank}, batch_format=fmt))
+        # node rows are cheap to derive, so every pass derives them from the side files as it
+        # reads them instead of a pass of their own
+        n_elig = sum(_count_valid(f, "exact") for f in files)
+        ranks = {"ranks": d.ranks, "default_rank": d.default_rank}
+
+        def nodes(columns: list[str]):
+            return self._read(files).map_batches(P.node_rows, fn_kwargs=ranks, batch_format=fmt).select_columns(columns)
+
+        self.nodes = nodes
         import ray
 
+        if not ray.is_initialized():   # as Ray Data would on its first execution
+            ray.init()
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         index_nodes = None
         if index is not None and index["segments"]:
@@ -509,7 +521,7 @@ class _Distributed:
             parts = self._parts(n_elig + n_index)
 
             def exact_ds():
-                inp = self._read(docs, [P.KEY, P.EXACT, P.BUCKETS]).map_batches(
+                inp = nodes([P.KEY, P.EXACT, P.BUCKETS]).map_batches(
                     P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt)
                 if index_nodes is not None:
                     inp = inp.union(index_nodes.map_batches(P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt))
@@ -530,7 +542,7 @@ class _Distributed:
                 if reps_source is not None:
                     inp = self._read(reps_source, ["key", "rep", "buckets"])
                 else:
-                    inp = self._read(docs, [P.KEY, P.BUCKETS])
+                    inp = nodes([P.KEY, P.BUCKETS])
                     if index_nodes is not None:
                         inp = inp.union(index_nodes.map_batches(_rename_index_for_buckets, batch_format=fmt))
                 inp = inp.map_batches(P.bucket_rows, fn_kwargs={"parts": parts}, batch_format=fmt)
@@ -540,7 +552,7 @@ class _Distributed:
             counts["candidate_edges"] = n_cand
             near_edges = cand
             if cfg.verify != "none" and n_cand:
-                near_edges, n_ver = self._verify(docs, cand, n_cand, index_nodes)
+                near_edges, n_ver = self._verify(cand, n_cand, index_nodes)
                 counts["verified_edges"] = n_ver
             edge_sets.append(("edges", near_edges, _count_rows(near_edges)))
 
@@ -556,17 +568,17 @@ class _Distributed:
         # (bounded by the number of duplicates)
         if cfg.index_out:
             removed = dec["node"].combine_chunks()
-            d._write_index(index, lambda path: self._index_segment(docs, removed, path))
+            d._write_index(index, lambda path: self._index_segment(n_elig, removed, path))
         return P.decisions_out(dec), P.report_partials(dec).to_pylist(), counts, how
 
-    def _index_segment(self, docs: str, removed: pa.Array, path: str) -> int:
-        if not _count_rows(docs):
+    def _index_segment(self, n_elig: int, removed: pa.Array, path: str) -> int:
+        if not n_elig:
             return 0
-        self._read(docs, [P.KEY, P.EXACT, P.BUCKETS, P.SIG]).map_batches(
+        self.nodes([P.KEY, P.EXACT, P.BUCKETS, P.SIG]).map_batches(
             P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(path)
         return _count_rows(path)
 
-    def _verify(self, docs: str, cand: str, n_cand: int, index_nodes) -> tuple[str, int]:
+    def _verify(self, cand: str, n_cand: int, index_nodes) -> tuple[str, int]:
         cfg, fmt = self.cfg, "pyarrow"
         npm = cfg.num_perm
         parts = self._parts(3 * n_cand, cfg.verify_partition_rows)   # pairs + at most 2 documents each
@@ -578,7 +590,7 @@ class _Distributed:
 
         def payload(carry: bool):
             kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards}
-            pay = self._read(docs, [P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
+            pay = self.nodes([P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
                 P.payload_side, fn_kwargs=kw, batch_format=fmt)
             if index_nodes is not None:
                 pay = pay.union(index_nodes.map_batches(P.payload_side, fn_kwargs=kw, batch_format=fmt))
