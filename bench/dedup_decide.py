@@ -116,6 +116,7 @@ def main() -> None:
     ap.add_argument("--work", default=str(REPO / "runs/bench/dedup_decide"))
     ap.add_argument("--old", default=OLD, help="commit with the old pass chain")
     ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--only-local", action="store_true", help="skip the distributed path and the old chain")
     args = ap.parse_args()
     import logging
 
@@ -123,8 +124,9 @@ def main() -> None:
     import ray
 
     sh = peers.shared_dir()
-    ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
-    ray.data.DataContext.get_current().enable_progress_bars = False
+    if not args.only_local:
+        ray.init(num_cpus=args.cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
+        ray.data.DataContext.get_current().enable_progress_bars = False
     print(f"{'docs':>7} {'side s':>7} {'decide local s':>14} {'decide dist s':>13} {'old chain s':>11} "
           f"{'removed new/old':>16} {'old / (side+local)':>18}", flush=True)
     for n in (int(x) for x in args.sizes.split(",")):
@@ -136,13 +138,17 @@ def main() -> None:
             (work / "built.json").write_text("{}")
         t = load_docs(data)
         t_side, t_local, rem, rep = run_new(t, work / "new_local")
-        _, t_dist, rem_d, _ = run_new(t, work / "new_dist", local_rows=0)
-        t_old, rem_old = run_old(t, work / "old", args.old, args.cpus)
+        nan = float("nan")
+        t_dist, rem_d, t_old, rem_old = nan, rem, nan, -1
+        if not args.only_local:
+            _, t_dist, rem_d, _ = run_new(t, work / "new_dist", local_rows=0)
+            t_old, rem_old = run_old(t, work / "old", args.old, args.cpus)
         assert rem == rem_d, (rem, rem_d)
         print(f"{t.num_rows:>7} {t_side:>7.1f} {t_local:>14.2f} {t_dist:>13.1f} {t_old:>11.1f} "
               f"{f'{rem}/{rem_old}':>16} {t_old / (t_side + t_local):>17.1f}x", flush=True)
         print("   local passes: " + ", ".join(f"{p['pass']} {p['seconds']:.2f}s" for p in rep["passes"]), flush=True)
-    ray.shutdown()
+    if ray.is_initialized():
+        ray.shutdown()
 
 
 if __name__ == "__main__":
