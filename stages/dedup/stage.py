@@ -690,14 +690,6 @@ def _empty(schema: pa.Schema):
     return ray.data.from_arrow(schema.empty_table())
 
 
-def _schema_of(path: str) -> pa.Schema:
-    import pyarrow.parquet as pq
-
-    files = _parquet_files(path)
-    fs, _ = P._fs(path)
-    return pq.ParquetFile(fs.open_input_file(files[0])).schema_arrow
-
-
 def _copy_dir(src: str, dst: str) -> None:
     from pyarrow import fs as pafs
 
