@@ -39,7 +39,7 @@ class DedupConfig(StageConfig):
     # LSH
     threshold: float = 0.8
     #: (false-positive weight, false-negative weight) for choosing bands x rows; default:
-    #: (0.2, 0.8) when candidates are verified (a false positive then only costs a
+    #: (0.05, 0.95) when candidates are verified (a false positive then only costs a
     #: check), (0.5, 0.5) - datasketch's default - when they are not
     weights: tuple[float, float] | None = None
     bands: int | None = None
@@ -51,11 +51,15 @@ class DedupConfig(StageConfig):
     index_in: str | None = None
     index_out: str | None = None
     # execution
+    #: ``decide()`` runs in one process on NumPy/Arrow up to this many side rows (plus
+    #: index documents), with no Ray Data pass and its start-up cost; above it, Ray
+    #: Data passes bounded by the ``*_rows`` options below. Both give the same decisions
+    local_rows: int = 200_000
     components: Literal["auto", "local", "distributed"] = "auto"
     #: ``auto`` clusters in one task up to this many duplicate edges (measured ~0.4 KB
     #: per edge at peak, so ~0.4 GB at the default); more edges go distributed
     local_max_edges: int = 1_000_000
-    #: documents per signature batch
+    #: documents per ``side()`` batch when a runner hands the stage a whole dataset
     batch_size: int = 1024
     #: most rows per shuffle partition of the light grouping passes (keys, buckets, edges)
     partition_rows: int = 1_000_000
@@ -93,6 +97,8 @@ class DedupConfig(StageConfig):
                           f"got {self.bands} x {self.rows}")
         if len(set(self.source_priority)) != len(self.source_priority):
             raise bad("source_priority", f"lists a source twice: {list(self.source_priority)}")
+        if self.local_rows < 0:
+            raise bad("local_rows", f"must be >= 0 (0: always distributed), got {self.local_rows}")
         for name, v in (("local_max_edges", self.local_max_edges), ("batch_size", self.batch_size),
                         ("partition_rows", self.partition_rows), ("shard_rows", self.shard_rows),
                         ("verify_partition_rows", self.verify_partition_rows),
@@ -120,7 +126,7 @@ class DedupConfig(StageConfig):
     def lsh_weights(self) -> tuple[float, float]:
         if self.weights is not None:
             return self.weights
-        return (0.5, 0.5) if self.verify == "none" else (0.2, 0.8)
+        return (0.5, 0.5) if self.verify == "none" else (0.05, 0.95)
 
     def bands_rows(self) -> tuple[int, int]:
         """Explicit ``bands x rows``, or the optimum for ``threshold`` and the weights."""

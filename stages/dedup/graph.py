@@ -9,12 +9,15 @@ partitions were cut, which is what makes the stage repeatable.
 Documents are nodes named by a **key** string that sorts in survival order::
 
     <tier><rank:04d> \\x1f <source> \\x1f <id> \\x1f <batch:016x> \\x1f <exact:016x>
+        \\x1f <row:012d> \\x1f <split>
 
 ``tier`` is ``0`` for documents of a persisted index (earlier runs; always kept) and
 ``1`` for this run's documents; ``rank`` is the source's position in
-``source_priority``. The smallest key of a component is the survivor. ``batch``
-routes decisions back to the documents' files; ``exact`` (the first 8 bytes of the
-normalised-text hash) tells an exact duplicate from a near one.
+``source_priority``. The smallest key of a component is the survivor. ``split`` and
+``row`` name the side row (the read split and the row's position in it) a decision goes
+back to, ``batch`` (a hash of the split) shards lookups by split; ``exact`` (the first
+8 bytes of the normalised-text hash) tells an exact duplicate from a near one. The
+split comes last so that any character in it is safe.
 """
 
 from __future__ import annotations
@@ -30,29 +33,32 @@ STEP_SCHEMA = pa.schema([("a", pa.string()), ("b", pa.string()), ("changed", pa.
 
 
 def make_keys(tier: int, ranks: np.ndarray, sources: pa.Array, ids: pa.Array, batch: np.ndarray | int,
-              exact8: np.ndarray) -> pa.Array:
+              exact8: np.ndarray, rows: np.ndarray | int = 0, splits: pa.Array | None = None) -> pa.Array:
     """Vectorised :data:`key <stages.dedup.graph>` construction."""
     n = len(ids)
     prefix = pa.array([f"{tier}{int(r):04d}" for r in ranks.tolist()], pa.string())
     batch_arr = np.broadcast_to(np.asarray(batch, dtype=np.uint64), (n,))
     bhex = pa.array([f"{int(x):016x}" for x in batch_arr.tolist()], pa.string())
     ehex = pa.array([f"{int(x):016x}" for x in exact8.astype(np.uint64).tolist()], pa.string())
-    return pc.binary_join_element_wise(prefix, sources.cast(pa.string()), ids.cast(pa.string()), bhex, ehex, SEP)
+    row_arr = np.broadcast_to(np.asarray(rows, dtype=np.int64), (n,))
+    rdec = pa.array([f"{int(x):012d}" for x in row_arr.tolist()], pa.string())
+    split = splits.cast(pa.string()) if splits is not None else pa.array([""] * n, pa.string())
+    return pc.binary_join_element_wise(prefix, sources.cast(pa.string()), ids.cast(pa.string()), bhex, ehex, rdec,
+                                       split, SEP)
+
+
+_FIELDS = ("tier", "source", "id", "batch", "exact", "row", "split")
 
 
 def key_fields(keys: pa.Array) -> dict[str, pa.Array]:
-    """Split keys into ``tier, source, id, batch, exact`` (string arrays)."""
-    parts = pc.split_pattern(keys, SEP, max_splits=4)
+    """Split keys into ``tier, source, id, batch, exact, row, split`` (string arrays)."""
+    parts = pc.split_pattern(keys, SEP, max_splits=len(_FIELDS) - 1)
     flat = pc.list_flatten(parts)
     n = len(keys)
-    idx = np.arange(n, dtype=np.int64) * 5
-    return {
-        "tier": pc.utf8_slice_codeunits(flat.take(pa.array(idx)), 0, 1),
-        "source": flat.take(pa.array(idx + 1)),
-        "id": flat.take(pa.array(idx + 2)),
-        "batch": flat.take(pa.array(idx + 3)),
-        "exact": flat.take(pa.array(idx + 4)),
-    }
+    idx = np.arange(n, dtype=np.int64) * len(_FIELDS)
+    out = {name: flat.take(pa.array(idx + i)) for i, name in enumerate(_FIELDS)}
+    out["tier"] = pc.utf8_slice_codeunits(out["tier"], 0, 1)
+    return out
 
 
 def is_index_key(keys: pa.Array) -> np.ndarray:
@@ -194,14 +200,15 @@ def similarities(t: pa.Table) -> np.ndarray:
         va = pc.list_flatten(la).to_numpy(zero_copy_only=False)
         vb = pc.list_flatten(lb).to_numpy(zero_copy_only=False)
         m = len(both)
-        ea = np.repeat(np.arange(m, dtype=np.int64), na)
-        eb = np.repeat(np.arange(m, dtype=np.int64), nb)
-        v = np.concatenate([va, vb])
-        e = np.concatenate([ea, eb])
-        order = np.lexsort((v, e))
-        v, e = v[order], e[order]
-        dup = (v[1:] == v[:-1]) & (e[1:] == e[:-1])
-        inter = np.bincount(e[1:][dup], minlength=m)
+        # each set is sorted and distinct, so (edge, value) keys of the a sides are sorted
+        # as a whole: one binary search per b value finds the intersection, no sort needed
+        ea = np.repeat(np.arange(m, dtype=np.uint64), na)
+        eb = np.repeat(np.arange(m, dtype=np.uint64), nb)
+        ka = (ea << np.uint64(32)) | va.astype(np.uint64)
+        kb = (eb << np.uint64(32)) | vb.astype(np.uint64)
+        pos = np.minimum(np.searchsorted(ka, kb), max(len(ka) - 1, 0))
+        hit = ka[pos] == kb if len(ka) else np.zeros(len(kb), bool)
+        inter = np.bincount(eb[hit].astype(np.int64), minlength=m)
         union = na + nb - inter
         sim[both] = np.where(union > 0, inter / np.maximum(union, 1), 0.0)
     return sim

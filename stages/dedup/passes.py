@@ -19,10 +19,13 @@ from stages.dedup.minhash import (Normalisation, Shingling, band_buckets, batch_
 
 log = logging.getLogger(__name__)
 
-# columns the signature pass adds to every document row (dropped again at the end)
+# columns of the node rows the passes work on (one per eligible side row)
 KEY, EXACT, BUCKETS, SIG, SH, BATCH = "_dd_key", "_dd_exact", "_dd_buckets", "_dd_sig", "_dd_sh", "_dd_batch"
-DD_COLUMNS = (KEY, EXACT, BUCKETS, SIG, SH, BATCH)
 SHARD = "shard"  # not underscore-prefixed: readers skip such folder names
+# the columns the runner appends to side rows
+SPLIT, ROW = "_split", "_row"
+DECISIONS_SCHEMA = pa.schema([(SPLIT, pa.string()), (ROW, pa.int64()), ("reason", pa.string()),
+                              ("detail", pa.string())])
 
 
 def _col(t: pa.Table, name: str) -> pa.Array:
@@ -54,92 +57,80 @@ def sig_type(num_perm: int) -> pa.DataType:
     return pa.list_(pa.uint32(), num_perm)
 
 
-# -- pass 1: signatures -------------------------------------------------------------------
+# -- side rows (in the split's task) ------------------------------------------------------
 
-def signature_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
-    """Add the ``_dd_*`` columns: key, exact hash, band buckets, signature, shingle set
-    and batch id. Rows that are already dropped, outside ``applies`` or without any
-    shingle get a null key: the passes ignore them and they come out untouched."""
+def side_schema(num_perm: int) -> pa.Schema:
+    """What :func:`side_batch` returns, one row per document."""
+    return pa.schema([("id", pa.string()), ("source", pa.string()), ("exact", pa.binary(16)),
+                      ("sig", sig_type(num_perm)), ("buckets", pa.list_(pa.uint64())), ("sh", pa.list_(pa.uint32()))])
+
+
+def side_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
+    """The compact side row of every document of ``batch`` (never its text): id, source,
+    the 16-byte hash of the normalised text (``exact``), the datasketch-compatible MinHash
+    signature, its LSH band buckets and the document's distinct shingle hashes, sorted
+    (``sh``, for exact-Jaccard verification). A document with nothing to shingle gets
+    nulls everywhere but id and source: the global passes ignore it. ``sig``/``buckets``
+    are null without the near pass, ``sh`` unless ``verify: jaccard``."""
     n = batch.num_rows
     num_perm = params["num_perm"]
-    out: dict[str, pa.Array] = {}
+    schema = side_schema(num_perm)
     if n == 0:
-        out.update({KEY: pa.array([], pa.string()), EXACT: pa.array([], pa.binary(16)),
-                    BUCKETS: pa.array([], pa.list_(pa.uint64())), SIG: pa.array([], sig_type(num_perm)),
-                    SH: pa.array([], pa.list_(pa.uint32())), BATCH: pa.array([], pa.uint64())})
-        return _with(batch, out)
-    alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
-    if params["applies"] is not None:
-        alive &= pc.is_in(_col(batch, S.SOURCE), pa.array(params["applies"], pa.string())).to_numpy(zero_copy_only=False)
-    idx = np.flatnonzero(alive)
-    texts = _col(batch, S.TEXT).take(pa.array(idx))
+        return schema.empty_table()
+    texts = _col(batch, S.TEXT)
     norm = Normalisation(**params["norm"])
     shingling = Shingling(**params["shingling"])
-    a, b = permutations(num_perm, params["seed"], params["scheme"])
-    keep_sh = params["verify"] == "jaccard"
+    out = {"id": _col(batch, S.ID).cast(pa.string()), "source": _col(batch, S.SOURCE).cast(pa.string())}
     if params["near"]:
+        a, b = permutations(num_perm, params["seed"], params["scheme"])
+        keep_sh = params["verify"] == "jaccard"
         bs = batch_signatures(texts, norm=norm, shingling=shingling, a=a, b=b, scheme=params["scheme"],
                               keep_shingles=keep_sh)
         ok = bs.n_shingles > 0
-        exact = bs.exact
+        mask = pa.array(~ok)
+        out["exact"] = pa.array(bs.exact, pa.binary(16)).take(pa.array(np.arange(n), mask=~ok))
+        out["sig"] = pa.FixedSizeListArray.from_arrays(pa.array(bs.sig.ravel()), num_perm, mask=mask)
+        bands = params["bands"]
+        off = np.arange(n + 1, dtype=np.int32) * bands
+        bk = band_buckets(bs.sig, bands, params["rows"])
+        out["buckets"] = pa.ListArray.from_arrays(pa.array(off), pa.array(bk.ravel()), mask=mask)
+        if keep_sh:
+            # documents without shingles own no values, so the offsets line up as they are
+            out["sh"] = pa.ListArray.from_arrays(pa.array(bs.shingle_ptr.astype(np.int32)),
+                                                 pa.array(bs.shingle_values, pa.uint32()), mask=mask)
+        else:
+            out["sh"] = pa.nulls(n, pa.list_(pa.uint32()))
     else:  # exact only: no shingles needed
         normed = normalise(texts, norm, for_words=shingling.kind == "word")
-        exact = [xxhash.xxh3_128_digest(s.encode("utf-8")) for s in normed.to_pylist()]
         ok = pc.greater(pc.binary_length(normed), 0).to_numpy(zero_copy_only=False)
-        bs = None
-    elig = idx[ok]
-    batch_id = xxhash.xxh3_64_intdigest(str(_col(batch, S.ID)[0].as_py()).encode("utf-8"))
-    full_ok = np.zeros(n, dtype=bool)
-    full_ok[elig] = True
-    mask = pa.array(~full_ok)
-    # exact hash
-    ex_live = pa.array([exact[j] for j in np.flatnonzero(ok).tolist()], pa.binary(16))
-    ex = _scatter(elig, n, ex_live)
-    sources = _col(batch, S.SOURCE).take(pa.array(elig))
-    ids = _col(batch, S.ID).take(pa.array(elig))
-    ranks = np.array([params["ranks"].get(s, params["default_rank"]) for s in sources.to_pylist()], dtype=np.int64)
-    keys = G.make_keys(1, ranks, sources, ids, batch_id, exact_u64(ex_live))
-    out[KEY] = _scatter(elig, n, keys)
-    out[EXACT] = ex
-    if bs is not None:
-        sig_live = bs.sig[ok]
-        sig_full = np.zeros((n, num_perm), np.uint32)
-        sig_full[elig] = sig_live
-        out[SIG] = pa.FixedSizeListArray.from_arrays(pa.array(sig_full.ravel()), num_perm, mask=mask)
-        bk = band_buckets(sig_live, params["bands"], params["rows"])
-        bfull = np.zeros((n, params["bands"]), np.uint64)
-        bfull[elig] = bk
-        off = np.arange(n + 1, dtype=np.int32) * params["bands"]
-        out[BUCKETS] = pa.ListArray.from_arrays(pa.array(off), pa.array(bfull.ravel()), mask=mask)
-    else:
-        out[SIG] = pa.nulls(n, sig_type(num_perm))
-        out[BUCKETS] = pa.nulls(n, pa.list_(pa.uint64()))
-    if bs is not None and keep_sh:
-        # rows without shingles have none to contribute, so the values line up as they are
-        counts_full = np.zeros(n, np.int64)
-        counts_full[idx] = np.diff(bs.shingle_ptr)
-        off = np.concatenate([[0], np.cumsum(counts_full)]).astype(np.int32)
-        out[SH] = pa.ListArray.from_arrays(pa.array(off), pa.array(bs.shingle_values, pa.uint32()), mask=mask)
-    else:
-        out[SH] = pa.nulls(n, pa.list_(pa.uint32()))
-    out[BATCH] = pa.array(np.full(n, batch_id, dtype=np.uint64))
-    return _with(batch, out)
+        h = xxhash.xxh3_128_digest
+        out["exact"] = pa.array([h(s.encode("utf-8")) if k else None for s, k in zip(normed.to_pylist(), ok)],
+                                pa.binary(16))
+        out["sig"] = pa.nulls(n, sig_type(num_perm))
+        out["buckets"] = pa.nulls(n, pa.list_(pa.uint64()))
+        out["sh"] = pa.nulls(n, pa.list_(pa.uint32()))
+    return pa.table(out, schema=schema)
 
 
-def _with(batch: pa.Table, cols: dict[str, pa.Array]) -> pa.Table:
-    """``batch`` (its fields as they are, nullability included) plus ``cols``."""
-    for name, arr in cols.items():
-        if name in batch.column_names:
-            batch = batch.drop_columns([name])
-        batch = batch.append_column(name, arr)
-    return batch
+def split_batch_ids(splits: pa.Array) -> np.ndarray:
+    """A 64-bit hash of each row's split name (shards lookups by split)."""
+    uniq = pc.unique(splits)
+    ids = np.array([xxhash.xxh3_64_intdigest(s.encode("utf-8")) for s in uniq.to_pylist()], dtype=np.uint64)
+    return ids[pc.index_in(splits, value_set=uniq).to_numpy(zero_copy_only=False)]
 
 
-def _scatter(positions: np.ndarray, n: int, values: pa.Array) -> pa.Array:
-    """``values`` at ``positions`` of an ``n``-long array, null elsewhere."""
-    where = np.full(n, -1, dtype=np.int64)
-    where[positions] = np.arange(len(positions))
-    return values.take(pa.array(where, mask=where < 0))
+def node_rows(batch: pa.Table, *, ranks: dict[str, int], default_rank: int) -> pa.Table:
+    """Side rows (with the runner's ``_split``/``_row``) -> node rows of this run's
+    eligible documents: ``_dd_key, _dd_exact, _dd_buckets, _dd_sig, _dd_sh, _dd_batch``."""
+    t = batch.filter(pc.is_valid(_col(batch, "exact")))
+    src = _col(t, "source")
+    r = np.array([ranks.get(s, default_rank) for s in src.to_pylist()], dtype=np.int64)
+    splits = _col(t, SPLIT).cast(pa.string())
+    bid = split_batch_ids(splits)
+    keys = G.make_keys(1, r, src, _col(t, "id"), bid, exact_u64(_col(t, "exact")),
+                       _col(t, ROW).to_numpy(zero_copy_only=False), splits)
+    return pa.table({KEY: keys, EXACT: _col(t, "exact"), BUCKETS: _col(t, "buckets"), SIG: _col(t, "sig"),
+                     SH: _col(t, "sh"), BATCH: pa.array(bid)})
 
 
 # -- pass 2: exact ---------------------------------------------------------------------
@@ -253,11 +244,18 @@ def join_b_kernel(group: pa.Table, *, threshold: float) -> pa.Table:
     return _keep_similar(G.attach_payload(e, pay, on="b", prefix="b_"), threshold)
 
 
+def verify_pairs(e: pa.Table, pay: pa.Table, threshold: float) -> pa.Table:
+    """Candidate edges ``a, b`` -> those with similarity >= ``threshold`` (``a, b, sim``),
+    given the payload (``key, sig, sh``) of at least every endpoint. Vectorised: cost in
+    proportion to the candidate pairs and their shingle sets, never to the corpus."""
+    e = G.attach_payload(G.dedupe_edges(e), pay, on="a", prefix="a_")
+    return _keep_similar(G.attach_payload(e, pay, on="b", prefix="b_"), threshold)
+
+
 def join_both_kernel(group: pa.Table, *, threshold: float) -> pa.Table:
     """Verification when everything fits one partition: both endpoints at once."""
     e, pay = G.split_sides(group)
-    e = G.attach_payload(G.dedupe_edges(e), pay, on="a", prefix="a_")
-    return _keep_similar(G.attach_payload(e, pay, on="b", prefix="b_"), threshold)
+    return verify_pairs(e, pay, threshold)
 
 
 # -- pass 5: components ----------------------------------------------------------------
@@ -270,8 +268,9 @@ def single_part(batch: pa.Table) -> pa.Table:
     return edges_only(batch).add_column(0, "_part", pa.array(np.zeros(batch.num_rows, np.int64)))
 
 
-def local_kernel(group: pa.Table) -> pa.Table:
-    return G.local_components(group.drop_columns(["_part"]))
+def local_decide_kernel(group: pa.Table) -> pa.Table:
+    """Union-find over every edge in one task, then the decisions (see :func:`decide_kernel`)."""
+    return decide_kernel(G.local_components(group.drop_columns(["_part"])))
 
 
 def directed_rows(batch: pa.Table, *, parts: int) -> pa.Table:
@@ -296,9 +295,10 @@ def small_star_kernel(group: pa.Table) -> pa.Table:
 
 # -- pass 6: decisions -----------------------------------------------------------------
 
-DECISION_SCHEMA = pa.schema([("id", pa.string()), ("source", pa.string()), ("reason", pa.string()),
-                             ("kept", pa.string()), ("kept_source", pa.string()), ("root", pa.string()),
-                             ("size", pa.int64()), ("first", pa.bool_()), (SHARD, pa.int64())])
+DECISION_SCHEMA = pa.schema([("node", pa.string()), ("id", pa.string()), ("source", pa.string()),
+                             ("reason", pa.string()), ("kept", pa.string()), ("kept_source", pa.string()),
+                             ("root", pa.string()), ("size", pa.int64()), ("first", pa.bool_()),
+                             (SPLIT, pa.string()), (ROW, pa.int64())])
 
 
 def by_root_rows(batch: pa.Table, *, parts: int) -> pa.Table:
@@ -311,12 +311,12 @@ def by_root_rows(batch: pa.Table, *, parts: int) -> pa.Table:
     return pa.table({"_part": pa.array(string_part(r, parts)), "node": node, "root": r})
 
 
-def decide_kernel(group: pa.Table, *, shards: int) -> pa.Table:
+def decide_kernel(group: pa.Table) -> pa.Table:
     """Component rows ``(node, root)`` partitioned by root -> one decision per removed
     document of this run: ``exact`` when its normalised text equals the survivor's,
     else ``near``; the survivor's id and source; its cluster's size (survivor included,
     documents of a persisted index left out) with ``first`` set on one row per cluster
-    (for the histogram); the decision shard its input batch routes to."""
+    (for the histogram); the side row (``_split``, ``_row``) it goes back to."""
     nodes = _col(group, "node")
     t = group.select(["node", "root"]).filter(pa.array(~G.is_index_key(nodes)))
     if t.num_rows == 0:
@@ -324,15 +324,23 @@ def decide_kernel(group: pa.Table, *, shards: int) -> pa.Table:
     t = t.sort_by([("root", "ascending"), ("node", "ascending")])
     nf, rf = G.key_fields(_col(t, "node")), G.key_fields(_col(t, "root"))
     reason = pc.if_else(pc.equal(nf["exact"], rf["exact"]), "exact", "near")
-    shard = np.array([int(x, 16) % shards for x in nf["batch"].to_pylist()], dtype=np.int64)
     (codes,), _ = G.ordinal(_col(t, "root"))
     head = np.ones(len(codes), dtype=bool)
     head[1:] = codes[1:] != codes[:-1]
     run = np.cumsum(head) - 1
     size = np.bincount(run)[run] + 1
-    return pa.table({"id": nf["id"], "source": nf["source"], "reason": reason, "kept": rf["id"],
-                     "kept_source": rf["source"], "root": _col(t, "root"), "size": pa.array(size, pa.int64()),
-                     "first": pa.array(head), SHARD: pa.array(shard)}, schema=DECISION_SCHEMA)
+    return pa.table({"node": _col(t, "node"), "id": nf["id"], "source": nf["source"], "reason": reason,
+                     "kept": rf["id"], "kept_source": rf["source"], "root": _col(t, "root"),
+                     "size": pa.array(size, pa.int64()), "first": pa.array(head), SPLIT: nf["split"],
+                     ROW: nf["row"].cast(pa.int64())}, schema=DECISION_SCHEMA)
+
+
+def decisions_out(dec: pa.Table) -> pa.Table:
+    """Decision rows as the runner takes them: ``_split, _row, reason, detail``
+    (the survivor's id), sorted by ``(_split, _row)``."""
+    t = pa.table({SPLIT: _col(dec, SPLIT), ROW: _col(dec, ROW), "reason": _col(dec, "reason"),
+                  "detail": _col(dec, "kept")}, schema=DECISIONS_SCHEMA)
+    return t.sort_by([(SPLIT, "ascending"), (ROW, "ascending")])
 
 
 def report_partials(batch: pa.Table) -> pa.Table:
@@ -378,43 +386,18 @@ def _fs(path: str):
     return pafs.LocalFileSystem(), os.path.abspath(path)
 
 
-def mark(batch: pa.Table, *, decisions_dir: str | None, shards: int, stage: str, columns: list[str]) -> pa.Table:
-    """Final pass: mark this batch's removed documents, from the decision shards its
-    rows route to; every other row comes out exactly as it went in."""
-    out = batch.select(columns)
-    if batch.num_rows == 0 or decisions_dir is None:
-        return out
-    shard = (_col(batch, BATCH).to_numpy(zero_copy_only=False) % np.uint64(shards)).astype(np.int64)
-    dec = _load_shards(decisions_dir, shard, ["id", "reason", "kept"])
-    if dec is None or dec.num_rows == 0:
-        return out
-    idx = pc.index_in(_col(batch, S.ID), value_set=_col(dec, "id"))
-    hit = pc.and_(pc.is_valid(idx), S.alive_mask(batch))
-    if not pc.any(hit).as_py():
-        return out
-    reason = pc.binary_join_element_wise(pa.scalar(f"{stage}:"), _col(dec, "reason").take(idx), "")
-    kept = _col(dec, "kept").take(idx)
-    cols = {name: _col(out, name) for name in out.column_names}
-    cols[S.REJECT_STAGE] = pc.if_else(hit, pa.scalar(stage), cols[S.REJECT_STAGE])
-    cols[S.REJECT_REASON] = pc.if_else(hit, reason, cols[S.REJECT_REASON])
-    cols[S.REJECT_DETAIL] = pc.if_else(hit, kept, cols[S.REJECT_DETAIL])
-    return pa.table(cols, schema=out.schema)
-
-
 # -- index -----------------------------------------------------------------------------
 
 INDEX_SCHEMA_FIELDS = ("id", "source", "exact", "buckets", "sig")
 
 
-def index_survivors(batch: pa.Table, *, decisions_dir: str | None, shards: int) -> pa.Table:
-    """This run's surviving eligible documents, as index rows."""
-    batch = batch.filter(pc.is_valid(_col(batch, KEY)))
-    if batch.num_rows and decisions_dir is not None:
-        shard = (_col(batch, BATCH).to_numpy(zero_copy_only=False) % np.uint64(shards)).astype(np.int64)
-        dec = _load_shards(decisions_dir, shard, ["id"])
-        if dec is not None and dec.num_rows:
-            batch = batch.filter(pc.invert(pc.is_in(_col(batch, S.ID), value_set=_col(dec, "id"))))
-    return pa.table({"id": _col(batch, S.ID), "source": _col(batch, S.SOURCE), "exact": _col(batch, EXACT),
+def index_survivors(batch: pa.Table, *, removed: pa.Array | None) -> pa.Table:
+    """Node rows of this run's documents that survive (not in ``removed``, the removed
+    nodes' keys), as index rows."""
+    if removed is not None and len(removed):
+        batch = batch.filter(pc.invert(pc.is_in(_col(batch, KEY), value_set=removed)))
+    f = G.key_fields(_col(batch, KEY))
+    return pa.table({"id": f["id"], "source": f["source"], "exact": _col(batch, EXACT),
                      "buckets": _col(batch, BUCKETS), "sig": _col(batch, SIG)})
 
 

@@ -1,37 +1,44 @@
-"""The dedup stage: exact + MinHash-LSH near-duplicate removal across sources, as a
-chain of Ray Data passes joined by durable Parquet artifacts under ``ctx.work_dir``.
+"""The dedup stage on the global-stage contract: ``side()`` computes each document's
+compact side row in the task that read it; ``decide()`` turns all side rows into drop
+decisions, once, without ever seeing text. See ``docs/dedup.md``.
+
+``decide()`` has two paths that give identical decisions (same kernels, same keys):
+
+* **local** (side rows + index documents <= ``local_rows``): every step in this process
+  on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost;
+* **distributed**: Ray Data passes over the side files, joined by durable Parquet
+  artifacts (below), every partition bounded by ``partition_rows`` /
+  ``verify_partition_rows`` rows, so no task's memory grows with the corpus.
 
 =============  ==========================================================  =============
 pass           what                                                        partitioned by
 =============  ==========================================================  =============
-signatures     normalise, shingle, MinHash, band buckets, exact hash; the   (map)
-               documents are written once, with these ``_dd_*`` columns
 exact          group identical normalised texts; the smallest key           exact hash
                represents the group further on
 candidates     one row per (representative, band); star edges per bucket   band bucket
-needed         endpoints of candidate pairs, sharded by document batch     (map)
+needed         endpoints of candidate pairs, sharded by split              (map)
 verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
                pairs with similarity >= threshold (``verify_a`` first
                when the join needs more than one partition)
-components     union-find in one task (<= ``local_max_edges`` edges) or    (one) / node
-               alternating large-star / small-star rounds (``cc_*``)
-decisions      removed id -> reason, survivor, cluster size; sharded by    survivor key
-               the batch the document was written in
-index          survivors' exact hash, buckets and signature (index_out)    (map)
-mark           the documents re-read with drops marked (lazy, returned)    (map)
+components     union-find + decisions in one task (<= ``local_max_edges``  (one) / node
+               edges), or alternating large-star / small-star rounds
+               (``cc_*``) and then
+decisions      removed document -> reason, survivor, cluster size          root key
 =============  ==========================================================  =============
 
-Every grouping pass hands each partition whole to a vectorised kernel of
-:mod:`stages.dedup.graph`; a partition holds at most ``partition_rows`` rows
-(``verify_partition_rows`` for the verification joins), so no task's memory grows
-with the corpus. No pass gathers documents, signatures or edges in the driver: it only sees row
-counts (from Parquet footers), the S-curve and the report's small aggregates. The only step that may hold
-a whole set in one process is the local components step, bounded by
-``local_max_edges`` duplicate edges (never by the number of documents).
+Every pass reads the side files (or the previous artifact) directly: node rows (side rows
+with their survival-order key) are derived as they are read, not written by a pass.
+
+Both paths end in ``decisions.parquet`` (``_split, _row, reason, detail``, sorted), the
+report and, with ``index_out``, a new index; all committed under
+``<work_dir>/decide-<input hash>/`` and reused when the same side data and config come
+again (resume).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import logging
 import math
@@ -40,10 +47,13 @@ import time
 from typing import Any, ClassVar
 
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, StageContext
+from stages.dedup import graph as G
 from stages.dedup import passes as P
 from stages.dedup.config import DedupConfig
 from stages.dedup.graph import COMPONENT_SCHEMA, EDGE_SCHEMA
@@ -52,7 +62,8 @@ from stages.dedup.minhash import BUCKET_HASH_VERSION, s_curve
 log = logging.getLogger(__name__)
 
 INDEX_FORMAT = "datapipe-dedup-index"
-INDEX_VERSION = 1
+INDEX_VERSION = 2   # 2: keys carry the side row (split, row)
+DONE = "_SUCCESS"
 
 
 class Dedup(GlobalStage):
@@ -64,9 +75,30 @@ class Dedup(GlobalStage):
     reads: ClassVar[tuple[str, ...]] = (S.TEXT,)
     adds: ClassVar[dict[str, pa.DataType]] = {}
 
+    def side(self, batch: pa.Table) -> pa.Table:
+        """One compact row per document (see :func:`stages.dedup.passes.side_batch`):
+        ``id, source, exact, sig, buckets, sh``."""
+        return P.side_batch(batch, params=_side_params(self.config))
+
+    def decide(self, side: list[str], ctx: StageContext) -> str | None:
+        return _Decide(self.config, ctx).run(side)
+
     def run(self, ds: Any, ctx: StageContext) -> Any:
-        applies = sorted(self.sources) if self.sources is not None else None
-        return _Run(self.config, ctx, applies=applies, stage=self.name).execute(ds)
+        """Bridge for the runner that hands global stages the whole dataset: side rows,
+        ``decide()`` and marking on Ray Data (see :mod:`stages.dedup.bridge`)."""
+        from stages.dedup.bridge import run_on_dataset
+
+        return run_on_dataset(self, ds, ctx, batch_rows=self.config.batch_size)
+
+
+def _side_params(cfg: DedupConfig) -> dict[str, Any]:
+    b, r = cfg.bands_rows() if cfg.near else (0, 0)
+    n = cfg.normalisation
+    return {"num_perm": cfg.num_perm, "seed": cfg.seed, "scheme": cfg.scheme, "near": cfg.near,
+            "verify": cfg.verify, "bands": b, "rows": r,
+            "norm": {"lowercase": n.lowercase, "punctuation": n.punctuation, "digits": n.digits,
+                     "whitespace": n.whitespace, "nfkc": n.nfkc},
+            "shingling": {"kind": cfg.shingle, "n": cfg.ngram}}
 
 
 # -- artifacts -----------------------------------------------------------------------
@@ -78,6 +110,8 @@ def _parquet_files(path: str) -> list[str]:
     info = fs.get_file_info(p)
     if info.type == pafs.FileType.NotFound:
         return []
+    if info.type == pafs.FileType.File:
+        return [p]
     sel = fs.get_file_info(pafs.FileSelector(p, recursive=True))
     return sorted(f.path for f in sel if f.type == pafs.FileType.File and f.path.endswith(".parquet"))
 
@@ -144,23 +178,271 @@ def _join(root: str, *parts: str) -> str:
     return "/".join([root.rstrip("/"), *parts])
 
 
-class _Run:
-    """One execution of the stage: the passes in order, their artifacts and timings."""
 
-    def __init__(self, cfg: DedupConfig, ctx: StageContext, *, applies: list[str] | None, stage: str) -> None:
+
+def _is_file(path: str) -> bool:
+    from pyarrow import fs as pafs
+
+    fs, p = P._fs(path)
+    return fs.get_file_info(p).type == pafs.FileType.File
+
+
+def _with_scheme(like: str, fs_path: str) -> str:
+    """A filesystem path found under ``like``, as a URI of ``like``'s scheme."""
+    return f"{like.split('://', 1)[0]}://{fs_path}" if "://" in like else fs_path
+
+
+def _side_files(side: list[str]) -> list[str]:
+    """The Parquet files of ``side`` (files, or folders of them)."""
+    files: list[str] = []
+    for s in side:
+        files += [s] if _is_file(s) else [_with_scheme(s, f) for f in _parquet_files(s)]
+    return files
+
+
+def _read_tables(files: list[str], empty: pa.Schema | None = None) -> pa.Table:
+    """The rows of ``files`` as one table (``empty``'s empty table when there are none)."""
+    tables = []
+    for f in files:
+        fs, p = P._fs(f)
+        tables.append(pq.read_table(p, filesystem=fs))
+    if not tables:
+        if empty is None:
+            raise AssertionError("no files to read and no schema to stand in")
+        return empty.empty_table()
+    return pa.concat_tables(tables).combine_chunks()
+
+
+def _write_table(t: pa.Table, path: str) -> int:
+    fs, p = P._fs(path)
+    fs.create_dir(p.rsplit("/", 1)[0], recursive=True)
+    pq.write_table(t, p, filesystem=fs)
+    return t.num_rows
+
+
+DECISION_EMPTY = P.DECISION_SCHEMA.empty_table()
+# -- decide ---------------------------------------------------------------------------
+
+def _file_sha256(path: str) -> str:
+    fs, p = P._fs(path)
+    h = hashlib.sha256()
+    with fs.open_input_stream(p) as f:
+        while chunk := f.read(1 << 22):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def input_hash(files: list[str], cfg: DedupConfig) -> str:
+    """What ``decide()``'s artifacts are keyed by: the side files' contents (as a set:
+    file names and order do not matter), the config and the index read."""
+    h = hashlib.sha256()
+    h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode())
+    h.update(f"{BUCKET_HASH_VERSION}/{INDEX_VERSION}".encode())
+    for digest in sorted(_file_sha256(f) for f in files):
+        h.update(digest.encode())
+    if cfg.index_in:
+        fs, p = P._fs(cfg.index_in)
+        try:
+            with fs.open_input_stream(_join(p, "meta.json")) as f:
+                h.update(f.read())
+        except (FileNotFoundError, OSError):
+            pass   # _open_index reports it
+    return h.hexdigest()
+
+
+class _Decide:
+    """One ``decide()``: reuse committed artifacts, or run the local or distributed path,
+    then commit decisions, report and index."""
+
+    def __init__(self, cfg: DedupConfig, ctx: StageContext) -> None:
         self.cfg = cfg
         self.ctx = ctx
-        self.applies = applies
-        self.stage = stage
-        self.root = ctx.work_dir if "://" in ctx.work_dir else os.path.abspath(ctx.work_dir)
-        self.passes: list[dict[str, Any]] = []
         self.bands, self.rows = cfg.bands_rows() if cfg.near else (0, 0)
         self.ranks = {s: cfg.rank(s) for s in cfg.source_priority}
         self.default_rank = len(cfg.source_priority)
-        self.cpus = 1   # known once Ray runs (after the first pass)
+        self.passes: list[dict[str, Any]] = []
         self.index_written: dict[str, Any] | None = None
 
-    # -- helpers ---------------------------------------------------------------------
+    def run(self, side: list[str]) -> str | None:
+        cfg = self.cfg
+        t_start = time.perf_counter()
+        files = _side_files(side)
+        work = self.ctx.work_dir if "://" in self.ctx.work_dir else os.path.abspath(self.ctx.work_dir)
+        self.root = _join(work, f"decide-{input_hash(files, cfg)[:24]}")
+        dec_path = _join(self.root, "decisions.parquet")
+        fs, root_p = P._fs(self.root)
+        from pyarrow import fs as pafs
+
+        if fs.get_file_info(_join(root_p, DONE)).type == pafs.FileType.File:
+            with fs.open_input_stream(_join(root_p, "report.json")) as f:
+                saved = json.loads(f.read().decode())
+            self.ctx.report.update(saved["report"])
+            log.info("dedup: reusing the committed decisions of %s", self.root)
+            return dec_path if saved["removed"] else None
+        _remove(self.root)
+        fs.create_dir(root_p, recursive=True)
+        index = _open_index(cfg.index_in, cfg) if cfg.index_in else None
+        n_side = sum(pq.ParquetFile(P._fs(f)[0].open_input_file(P._fs(f)[1])).metadata.num_rows for f in files)
+        n_index = index["documents"] if index is not None else 0
+        local = n_side + n_index <= cfg.local_rows or not files
+        if local:
+            dec, partials, counts, how = self._local(files, index)
+        else:
+            dec, partials, counts, how = _Distributed(self).run(files, index)
+        counts = {"documents": n_side, **counts}
+        counts["removed"] = dec.num_rows
+        _write_table(dec, dec_path)
+        report = self._report(partials, counts, how, "local" if local else "distributed",
+                              time.perf_counter() - t_start)
+        with fs.open_output_stream(_join(root_p, "report.json")) as f:
+            f.write(json.dumps({"report": report, "removed": dec.num_rows}, sort_keys=True).encode())
+        with fs.open_output_stream(_join(root_p, DONE)) as f:
+            f.write(b"")
+        self.ctx.report.update(report)
+        return dec_path if dec.num_rows else None
+
+    def _timed(self, name: str, t0: float, rows: int) -> None:
+        self.passes.append({"pass": name, "seconds": round(time.perf_counter() - t0, 3), "rows": rows})
+
+    # -- the local path -------------------------------------------------------------
+    def _local(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
+        """Every step in this process, on the same kernels as the distributed passes."""
+        cfg = self.cfg
+        t0 = time.perf_counter()
+        side = _read_tables(files, P.side_schema(cfg.num_perm).append(pa.field(P.SPLIT, pa.string())).append(
+            pa.field(P.ROW, pa.int64())))
+        nodes = P.node_rows(side, ranks=self.ranks, default_rank=self.default_rank)
+        t = pa.table({"key": nodes[P.KEY], "exact": nodes[P.EXACT], "buckets": nodes[P.BUCKETS],
+                      "sig": nodes[P.SIG], "sh": nodes[P.SH]})
+        n_elig = t.num_rows
+        if index is not None and index["segments"]:
+            idx = P.index_rows(_read_tables([f for seg in index["segments"] for f in _parquet_files(seg)]),
+                               ranks=self.ranks, default_rank=self.default_rank)
+            t = pa.concat_tables([t, S.conform(idx, t.schema)])
+        self._timed("nodes", t0, t.num_rows)
+        counts = {"eligible": n_elig, "index_documents": index["documents"] if index else 0}
+        edges: list[pa.Table] = []
+        reps = t.select(["key", "buckets"])
+        if cfg.exact and n_elig:
+            t0 = time.perf_counter()
+            ex = G.exact_groups(t.select(["key", "exact", "buckets"]))
+            e = P.exact_edges(ex)
+            counts["exact_duplicate_edges"] = e.num_rows
+            edges.append(e)
+            reps = ex.filter(pc.is_null(ex["rep"])).select(["key", "buckets"])
+            self._timed("exact", t0, e.num_rows)
+        if cfg.near and n_elig:
+            t0 = time.perf_counter()
+            cand = G.bucket_edges(P.bucket_rows(reps, parts=1).drop_columns(["_part"]))
+            counts["candidate_edges"] = cand.num_rows
+            self._timed("candidates", t0, cand.num_rows)
+            if cfg.verify != "none" and cand.num_rows:
+                t0 = time.perf_counter()
+                cand = P.verify_pairs(cand, t.select(["key", "sig", "sh"]), cfg.threshold)
+                counts["verified_edges"] = cand.num_rows
+                self._timed("verified", t0, cand.num_rows)
+            edges.append(cand.select(["a", "b"]))
+        t0 = time.perf_counter()
+        all_edges = pa.concat_tables([S.conform(e, EDGE_SCHEMA) for e in edges]) if edges else EDGE_SCHEMA.empty_table()
+        comp = G.local_components(all_edges)
+        counts["removed_nodes"] = comp.num_rows
+        dec = P.decide_kernel(comp)
+        self._timed("components+decisions", t0, dec.num_rows)
+        if cfg.index_out:
+            survivors = P.index_survivors(nodes, removed=dec["node"].combine_chunks())
+            self._write_index(index, lambda path: _write_table(survivors, _join(path, "part-0.parquet")))
+        partials = P.report_partials(dec).to_pylist()
+        return P.decisions_out(dec), partials, counts, "local" if all_edges.num_rows else "none"
+
+    # -- index and report -------------------------------------------------------------
+    def _write_index(self, index: dict | None, write_segment) -> None:
+        """A new index: the segments of ``index_in`` (copied) plus one segment of this
+        run's survivors, which ``write_segment(folder)`` writes and returns the rows of."""
+        cfg = self.cfg
+        out = cfg.index_out.rstrip("/")
+        t0 = time.perf_counter()
+        staging = out + ".staging"
+        _remove(staging)
+        fs, sp = P._fs(staging)
+        fs.create_dir(sp, recursive=True)
+        segments: list[str] = []
+        n_old = 0
+        if index is not None:
+            for i, seg in enumerate(index["segments"]):
+                name = f"seg-{i:04d}"
+                _copy_dir(seg, _join(staging, name))
+                segments.append(name)
+            n_old = index["documents"]
+        name = f"seg-{len(segments):04d}"
+        n_new = write_segment(_join(staging, name))
+        if n_new:
+            segments.append(name)
+        else:
+            _remove(_join(staging, name))
+        meta = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "bucket_hash": BUCKET_HASH_VERSION,
+                "params": cfg.signature_params(), "segments": segments, "documents": n_old + n_new,
+                "segment_documents": (index["segment_documents"] if index else []) + ([n_new] if n_new else [])}
+        with fs.open_output_stream(_join(sp, "meta.json")) as f:
+            f.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
+        _remove(out)
+        fs.move(sp, P._fs(out)[1])
+        self._timed("index", t0, n_new)
+        self.index_written = {"path": out, "documents": n_old + n_new, "added": n_new}
+
+    def _report(self, partials: list[dict], counts: dict[str, int], how: str, path: str,
+                seconds: float) -> dict[str, Any]:
+        cfg = self.cfg
+        per_source: dict[str, dict[str, int]] = {}
+        matrix: dict[str, dict[str, int]] = {}
+        hist: dict[str, int] = {}
+        largest = 0
+        for r in partials:  # a few rows per block
+            if r["kind"] == "pair":
+                src, kept, reason, n = r["source"], r["kept_source"], r["reason"], int(r["n"])
+                per_source.setdefault(src, {"exact": 0, "near": 0})[reason] += n
+                matrix.setdefault(src, {})
+                matrix[src][kept] = matrix[src].get(kept, 0) + n
+            else:
+                size = int(r["size"])
+                largest = max(largest, size)
+                b = _size_bin(size)
+                hist[b] = hist.get(b, 0) + int(r["n"])
+        sources = list(dict.fromkeys(list(self.ctx.sources) + sorted(per_source)))
+        report: dict[str, Any] = {
+            "params": {**cfg.signature_params(), "threshold": cfg.threshold, "weights": list(cfg.lsh_weights),
+                       "verify": cfg.verify, "exact": cfg.exact, "near": cfg.near,
+                       "source_priority": list(cfg.source_priority)},
+            "bands": self.bands, "rows": self.rows,
+            "s_curve": s_curve(self.bands, self.rows) if cfg.near else {},
+            "counts": counts,
+            "path": path,
+            "components": how,
+            "removed_per_source": {s: {"exact": per_source.get(s, {}).get("exact", 0),
+                                       "near": per_source.get(s, {}).get("near", 0)} for s in sources},
+            "matrix": {s: matrix.get(s, {}) for s in sources if s in matrix},
+            "cluster_sizes": dict(sorted(hist.items(), key=lambda kv: _bin_order(kv[0]))),
+            "largest_cluster": largest,
+            "passes": self.passes,
+            "seconds": round(seconds, 3),
+        }
+        if self.index_written:
+            report["index_out"] = self.index_written
+        if cfg.index_in:
+            report["index_in"] = {"path": cfg.index_in, "documents": counts.get("index_documents", 0)}
+        return report
+
+
+class _Distributed:
+    """The distributed path: Ray Data passes over the side files, each writing a durable
+    Parquet artifact under ``<decide root>/passes/``."""
+
+    def __init__(self, d: _Decide) -> None:
+        self.d = d
+        self.cfg = d.cfg
+        self.root = _join(d.root, "passes")
+        self.bands = d.bands
+        self.cpus = 1   # known once Ray runs (after the first pass)
+
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
         """Partitions for a shuffle of ``rows`` rows: at most ``per_partition`` rows each
         (memory), and spread over the cluster's CPUs while partitions keep at least
@@ -170,18 +452,14 @@ class _Run:
         return max(1, math.ceil(rows / cap), spread)
 
     def _write(self, name: str, make_ds, *, partition_cols: list[str] | None = None) -> tuple[str, int]:
-        """Run one pass: write its dataset under ``work_dir/<name>`` (via a staging
+        """Run one pass: write its dataset under ``passes/<name>`` (via a staging
         name, renamed when complete) and return the path and its row count."""
         out = _join(self.root, name)
         tmp = out + ".staging"
         _remove(out)
         _remove(tmp)
-        t0, wall0 = time.perf_counter(), time.time()
-        ds = make_ds()
-        if partition_cols:
-            ds.write_parquet(tmp, partition_cols=partition_cols)
-        else:
-            ds.write_parquet(tmp)
+        t0 = time.perf_counter()
+        make_ds().write_parquet(tmp, **({"partition_cols": partition_cols} if partition_cols else {}))
         fs, p = P._fs(tmp)
         from pyarrow import fs as pafs
 
@@ -189,8 +467,7 @@ class _Run:
             fs.create_dir(p)
         fs.move(p, P._fs(out)[1])
         rows = _count_rows(out)
-        self.passes.append({"pass": name, "seconds": round(time.perf_counter() - t0, 3), "rows": rows,
-                            "t_start": round(wall0, 3), "t_end": round(time.time(), 3)})
+        self.d._timed(name, t0, rows)
         log.info("dedup pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
         return out, rows
 
@@ -214,56 +491,37 @@ class _Run:
             return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
         return ds.groupby("_part", num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
 
-    def _sig_params(self) -> dict[str, Any]:
-        cfg = self.cfg
-        n = cfg.normalisation
-        sh = cfg.shingling
-        return {
-            "num_perm": cfg.num_perm, "seed": cfg.seed, "scheme": cfg.scheme, "near": cfg.near,
-            "verify": cfg.verify, "bands": self.bands, "rows": self.rows,
-            "norm": {"lowercase": n.lowercase, "punctuation": n.punctuation, "digits": n.digits,
-                     "whitespace": n.whitespace, "nfkc": n.nfkc},
-            "shingling": {"kind": sh.kind, "n": sh.n},
-            "ranks": self.ranks, "default_rank": self.default_rank, "applies": self.applies,
-        }
+    def run(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
+        cfg, d, fmt = self.cfg, self.d, "pyarrow"
+        # node rows are cheap to derive, so every pass derives them from the side files as it
+        # reads them instead of a pass of their own
+        n_elig = sum(_count_valid(f, "exact") for f in files)
+        ranks = {"ranks": d.ranks, "default_rank": d.default_rank}
 
-    # -- the passes ------------------------------------------------------------------
-    def execute(self, ds: Any) -> Any:
-        cfg = self.cfg
-        t_start = time.perf_counter()
-        index = _open_index(cfg.index_in, cfg) if cfg.index_in else None
-        fmt = "pyarrow"
+        def nodes(columns: list[str]):
+            return self._read(files).map_batches(P.node_rows, fn_kwargs=ranks, batch_format=fmt).select_columns(columns)
 
-        # 1. signatures: the documents with the _dd_* columns, written once
-        docs, n_docs = self._write("signatures", lambda: ds.map_batches(
-            P.signature_batch, fn_kwargs={"params": self._sig_params()}, batch_format=fmt,
-            batch_size=cfg.batch_size))
+        self.nodes = nodes
         import ray
 
+        if not ray.is_initialized():   # as Ray Data would on its first execution
+            ray.init()
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        if n_docs == 0:   # nothing came in: nothing to do but keep the index going
-            if cfg.index_out:
-                self._write_index(docs, None, 1, index)
-            self._report(None, {"documents": 0, "eligible": 0}, "none", time.perf_counter() - t_start)
-            return ds
-        columns = [c for c in _schema_of(docs).names if c not in P.DD_COLUMNS]
-        n_elig = _count_valid(docs, P.KEY)
         index_nodes = None
         if index is not None and index["segments"]:
             index_nodes = self._read(index["segments"]).map_batches(
-                P.index_rows, fn_kwargs={"ranks": self.ranks, "default_rank": self.default_rank}, batch_format=fmt)
+                P.index_rows, fn_kwargs={"ranks": d.ranks, "default_rank": d.default_rank}, batch_format=fmt)
         n_index = index["documents"] if index is not None else 0
-
         edge_sets: list[tuple[str, str, int]] = []
-        counts: dict[str, int] = {"documents": n_docs, "eligible": n_elig, "index_documents": n_index}
+        counts: dict[str, int] = {"eligible": n_elig, "index_documents": n_index}
 
-        # 2. exact: identical normalised text
+        # exact: identical normalised text
         reps_source = None
         if cfg.exact and n_elig:
             parts = self._parts(n_elig + n_index)
 
             def exact_ds():
-                inp = self._read(docs, [P.KEY, P.EXACT, P.BUCKETS]).map_batches(
+                inp = nodes([P.KEY, P.EXACT, P.BUCKETS]).map_batches(
                     P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt)
                 if index_nodes is not None:
                     inp = inp.union(index_nodes.map_batches(P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt))
@@ -275,16 +533,16 @@ class _Run:
             edge_sets.append(("exact", exact_path, n_exact))
             reps_source = exact_path
 
-        # 3. buckets -> candidate pairs
+        # buckets -> candidate pairs -> verified pairs
         if cfg.near and n_elig:
-            n_reps = (n_elig + n_index) - (counts.get("exact_duplicate_edges", 0))
+            n_reps = (n_elig + n_index) - counts.get("exact_duplicate_edges", 0)
             parts = self._parts(max(1, n_reps) * self.bands)
 
             def bucket_ds():
                 if reps_source is not None:
                     inp = self._read(reps_source, ["key", "rep", "buckets"])
                 else:
-                    inp = self._read(docs, [P.KEY, P.BUCKETS])
+                    inp = nodes([P.KEY, P.BUCKETS])
                     if index_nodes is not None:
                         inp = inp.union(index_nodes.map_batches(_rename_index_for_buckets, batch_format=fmt))
                 inp = inp.map_batches(P.bucket_rows, fn_kwargs={"parts": parts}, batch_format=fmt)
@@ -293,39 +551,34 @@ class _Run:
             cand, n_cand = self._write("candidates", bucket_ds)
             counts["candidate_edges"] = n_cand
             near_edges = cand
-            # 4. verification
             if cfg.verify != "none" and n_cand:
-                near_edges, n_ver = self._verify(docs, cand, n_cand, n_elig, index_nodes)
+                near_edges, n_ver = self._verify(cand, n_cand, index_nodes)
                 counts["verified_edges"] = n_ver
             edge_sets.append(("edges", near_edges, _count_rows(near_edges)))
 
-        # 5. connected components
         comp, n_comp, how = self._components(edge_sets)
         counts["removed_nodes"] = n_comp
-        # 6. decisions, sharded by the batch the documents were written in
-        shards = max(1, math.ceil(n_comp / self.cfg.shard_rows))
-        dec_path = None
-        if n_comp:
+        dec_path = comp if how == "local" else None   # local components write decisions at once
+        if n_comp and dec_path is None:
             parts = self._parts(n_comp)
-            dec_path, n_dec = self._write("decisions", lambda: self._group(
+            dec_path, _ = self._write("decisions", lambda: self._group(
                 self._read(comp).map_batches(P.by_root_rows, fn_kwargs={"parts": parts}, batch_format=fmt),
-                parts, P.decide_kernel, shards=shards), partition_cols=[P.SHARD])
-        else:
-            n_dec = 0
-        counts["removed"] = n_dec
-        # 7. index for later runs
+                parts, P.decide_kernel))
+        dec = _read_tables(_parquet_files(dec_path), P.DECISION_SCHEMA) if n_comp else DECISION_EMPTY
+        # (bounded by the number of duplicates)
         if cfg.index_out:
-            self._write_index(docs, dec_path, shards, index)
-        # report
-        self._report(dec_path, counts, how, time.perf_counter() - t_start)
-        # 8. the documents, marked (lazy: the runner streams it on)
-        import ray
+            removed = dec["node"].combine_chunks()
+            d._write_index(index, lambda path: self._index_segment(n_elig, removed, path))
+        return P.decisions_out(dec), P.report_partials(dec).to_pylist(), counts, how
 
-        return ray.data.read_parquet(docs).select_columns(columns + [P.BATCH]).map_batches(
-            P.mark, fn_kwargs={"decisions_dir": dec_path, "shards": shards, "stage": self.stage, "columns": columns},
-            batch_format=fmt)
+    def _index_segment(self, n_elig: int, removed: pa.Array, path: str) -> int:
+        if not n_elig:
+            return 0
+        self.nodes([P.KEY, P.EXACT, P.BUCKETS, P.SIG]).map_batches(
+            P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(path)
+        return _count_rows(path)
 
-    def _verify(self, docs: str, cand: str, n_cand: int, n_elig: int, index_nodes) -> tuple[str, int]:
+    def _verify(self, cand: str, n_cand: int, index_nodes) -> tuple[str, int]:
         cfg, fmt = self.cfg, "pyarrow"
         npm = cfg.num_perm
         parts = self._parts(3 * n_cand, cfg.verify_partition_rows)   # pairs + at most 2 documents each
@@ -337,7 +590,7 @@ class _Run:
 
         def payload(carry: bool):
             kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards}
-            pay = self._read(docs, [P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
+            pay = self.nodes([P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
                 P.payload_side, fn_kwargs=kw, batch_format=fmt)
             if index_nodes is not None:
                 pay = pay.union(index_nodes.map_batches(P.payload_side, fn_kwargs=kw, batch_format=fmt))
@@ -355,7 +608,7 @@ class _Run:
                 return self._group(e.union(payload(False)), 1, P.join_both_kernel, threshold=cfg.threshold)
 
             out, n = self._write("verified", join_both)
-            self.passes[-1]["rows_in"] = n_cand
+            self.d.passes[-1]["rows_in"] = n_cand
             return out, n
         half, n_half = self._write("verify_a", join_a)
 
@@ -365,7 +618,7 @@ class _Run:
             return self._group(e.union(payload(True)), parts, P.join_b_kernel, threshold=cfg.threshold)
 
         out, n = self._write("verified", join_b)
-        self.passes[-2]["rows_in"] = n_cand
+        self.d.passes[-2]["rows_in"] = n_cand
         return out, n
 
     def _components(self, edge_sets: list[tuple[str, str, int]]) -> tuple[str, int, str]:
@@ -392,8 +645,8 @@ class _Run:
             return path, 0, "none"
         local = cfg.components == "local" or (cfg.components == "auto" and n_edges <= cfg.local_max_edges)
         if local:
-            path, n = self._write("components", lambda: self._group(
-                all_edges().map_batches(P.single_part, batch_format=fmt), 1, P.local_kernel))
+            path, n = self._write("components+decisions", lambda: self._group(
+                all_edges().map_batches(P.single_part, batch_format=fmt), 1, P.local_decide_kernel))
             return path, n, "local"
         # alternating large-star / small-star over Ray Data
         cur, rows = self._write("cc_edges_0", all_edges)
@@ -415,88 +668,6 @@ class _Run:
         raise SpecError(f"dedup: connected components did not converge in max_rounds={cfg.max_rounds} rounds; "
                         "raise max_rounds")
 
-    def _write_index(self, docs: str, dec_path: str | None, shards: int, index: dict | None) -> None:
-        cfg = self.cfg
-        out = cfg.index_out.rstrip("/")
-        if cfg.index_in and os.path.abspath(cfg.index_in) == os.path.abspath(out):
-            raise SpecError(f"dedup: index_out must differ from index_in ({out}): indexes are immutable, "
-                            "so that re-running a job never deduplicates data against itself")
-        staging = out + ".staging"
-        _remove(staging)
-        fs, sp = P._fs(staging)
-        fs.create_dir(sp)
-        segments: list[str] = []
-        n_old = 0
-        if index is not None:
-            for i, seg in enumerate(index["segments"]):
-                name = f"seg-{i:04d}"
-                _copy_dir(seg, _join(staging, name))
-                segments.append(name)
-            n_old = index["documents"]
-        name = f"seg-{len(segments):04d}"
-        t0, wall0 = time.perf_counter(), time.time()
-        n_new = 0
-        if _count_valid(docs, P.KEY) if _parquet_files(docs) else 0:
-            self._read(docs, [S.ID, S.SOURCE, P.KEY, P.EXACT, P.BUCKETS, P.SIG, P.BATCH]).map_batches(
-                P.index_survivors, fn_kwargs={"decisions_dir": dec_path, "shards": shards}, batch_format="pyarrow"
-            ).write_parquet(_join(staging, name))
-            n_new = _count_rows(_join(staging, name))
-            segments.append(name)
-        meta = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "bucket_hash": BUCKET_HASH_VERSION,
-                "params": cfg.signature_params(), "segments": segments, "documents": n_old + n_new,
-                "segment_documents": (index["segment_documents"] if index else []) + ([n_new] if n_new else [])}
-        with fs.open_output_stream(_join(sp, "meta.json")) as f:
-            f.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
-        _remove(out)
-        fs.move(sp, P._fs(out)[1])
-        self.passes.append({"pass": "index", "seconds": round(time.perf_counter() - t0, 3), "rows": n_new,
-                            "t_start": round(wall0, 3), "t_end": round(time.time(), 3)})
-        self.index_written = {"path": out, "documents": n_old + n_new, "added": n_new}
-
-    def _report(self, dec_path: str | None, counts: dict[str, int], how: str, seconds: float) -> None:
-        cfg = self.cfg
-        per_source: dict[str, dict[str, int]] = {}
-        matrix: dict[str, dict[str, int]] = {}
-        hist: dict[str, int] = {}
-        largest = 0
-        if dec_path is not None:
-            rows = self._read(dec_path, ["source", "kept_source", "reason", "size", "first"]).map_batches(
-                P.report_partials, batch_format="pyarrow").take_all()
-            for r in rows:  # a few rows per block
-                if r["kind"] == "pair":
-                    src, kept, reason, n = r["source"], r["kept_source"], r["reason"], int(r["n"])
-                    per_source.setdefault(src, {"exact": 0, "near": 0})[reason] += n
-                    matrix.setdefault(src, {})
-                    matrix[src][kept] = matrix[src].get(kept, 0) + n
-                else:
-                    size = int(r["size"])
-                    largest = max(largest, size)
-                    b = _size_bin(size)
-                    hist[b] = hist.get(b, 0) + int(r["n"])
-        sources = list(dict.fromkeys(list(self.ctx.sources) + sorted(per_source)))
-        removed_per_source = {s: {"exact": per_source.get(s, {}).get("exact", 0),
-                                  "near": per_source.get(s, {}).get("near", 0)} for s in sources}
-        report: dict[str, Any] = {
-            "params": {**cfg.signature_params(), "threshold": cfg.threshold, "weights": list(cfg.lsh_weights),
-                       "verify": cfg.verify, "exact": cfg.exact, "near": cfg.near,
-                       "source_priority": list(cfg.source_priority)},
-            "bands": self.bands, "rows": self.rows,
-            "s_curve": s_curve(self.bands, self.rows) if cfg.near else {},
-            "counts": counts,
-            "components": how,
-            "removed_per_source": removed_per_source,
-            "matrix": {s: matrix.get(s, {}) for s in sources if s in matrix},
-            "cluster_sizes": dict(sorted(hist.items(), key=lambda kv: _bin_order(kv[0]))),
-            "largest_cluster": largest,
-            "passes": self.passes,
-            "seconds": round(seconds, 3),
-        }
-        if self.index_written:
-            report["index_out"] = self.index_written
-        if cfg.index_in:
-            report["index_in"] = {"path": cfg.index_in, "documents": counts.get("index_documents", 0)}
-        self.ctx.report.update(report)
-
 
 def _size_bin(size: int) -> str:
     if size <= 4:
@@ -517,14 +688,6 @@ def _empty(schema: pa.Schema):
     import ray
 
     return ray.data.from_arrow(schema.empty_table())
-
-
-def _schema_of(path: str) -> pa.Schema:
-    import pyarrow.parquet as pq
-
-    files = _parquet_files(path)
-    fs, _ = P._fs(path)
-    return pq.ParquetFile(fs.open_input_file(files[0])).schema_arrow
 
 
 def _copy_dir(src: str, dst: str) -> None:

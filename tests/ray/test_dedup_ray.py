@@ -1,7 +1,9 @@
-"""The dedup stage on the session's local Ray, on real wiki text with planted
-cross-source duplicates: it removes what a brute-force all-pairs Jaccard says it
-should, exactly the same documents whatever the parallelism, block sizes and shuffle
-partitioning, and incremental runs against a persisted index remove only new data."""
+"""The dedup stage on real wiki text with planted cross-source duplicates, through the
+global-stage contract (side rows per split, ``decide()`` once): it removes what a
+brute-force all-pairs Jaccard says it should; the local (one process) and distributed
+(Ray Data passes, any partitioning) paths of ``decide()`` give identical decisions;
+a rerun reuses the committed decisions; incremental runs against a persisted index
+remove only new data."""
 
 from __future__ import annotations
 
@@ -9,11 +11,10 @@ import random
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pytest
 
 from datapipe import schema as S
-from datapipe.stage import StageContext
+from dedup_driver import run_global, split_tables
 from stages.dedup import Dedup, DedupConfig
 from stages.dedup.minhash import shingles
 
@@ -108,42 +109,33 @@ def _expected(corpus, sources, old: frozenset[str] = frozenset(), threshold: flo
     return {i: find(i) for i in ids if find(i) != i and i not in old}
 
 
-def _run(ray_session, tmp_path: Path, name: str, tables, **cfg) -> tuple[pa.Table, dict]:
-    ds = ray_session.data.from_arrow(tables)
-    ctx = StageContext(work_dir=str(tmp_path / name), sources=PRIORITY, stage_index=0)
-    out = Dedup(DedupConfig(source_priority=PRIORITY, **cfg)).run(ds, ctx)
-    table = pa.concat_tables(ray_session.get(out.materialize().to_arrow_refs()))
-    return table, ctx.report
-
-
-def _removed(table: pa.Table) -> dict[str, tuple[str, str]]:
-    t = table.filter(pc.equal(table[S.REJECT_STAGE], "dedup"))
-    return {i: (r, d) for i, r, d in zip(t["id"].to_pylist(), t[S.REJECT_REASON].to_pylist(),
-                                         t[S.REJECT_DETAIL].to_pylist())}
+def _run(tmp_path: Path, name: str, tables, **cfg) -> tuple[dict[str, tuple[str, str]], dict]:
+    removed, report, _ = run_global(Dedup(DedupConfig(source_priority=PRIORITY, **cfg)), split_tables(tables),
+                                    tmp_path / name, PRIORITY)
+    return removed, report
 
 
 @pytest.fixture(scope="module")
-def full_run(ray_session, tmp_path_factory, corpus):
-    """One run over all sources with the defaults (one partition, local components)."""
-    return _run(ray_session, tmp_path_factory.mktemp("dedup_full"), "a", _tables(corpus, PRIORITY))
+def full_run(tmp_path_factory, corpus):
+    """One run over all sources with the defaults (the local path)."""
+    return _run(tmp_path_factory.mktemp("dedup_full"), "a", _tables(corpus, PRIORITY))
 
 
-def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, corpus, full_run):
-    all_src = PRIORITY
-    n_in = sum(len(v) for v in corpus.values())
-    a, rep_a = full_run
+def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp_path, corpus, full_run):
+    ra, rep_a = full_run
     ctx = ray_session.data.DataContext.get_current()
     old_limits = ctx.execution_options.resource_limits
     ctx.execution_options.resource_limits = old_limits.copy(cpu=1)   # one CPU instead of two
     try:
-        b, rep_b = _run(ray_session, tmp_path, "b", _tables(corpus, all_src, rows_per_block=7),
-                        batch_size=5, partition_rows=150, verify_partition_rows=40, components="distributed")
+        # multi-partition shuffles; components in one task (the star rounds' kernels are
+        # tested on arbitrary partitionings in tests/unit/test_dedup.py)
+        rb, rep_b = _run(tmp_path, "b", _tables(corpus, PRIORITY, rows_per_block=7), local_rows=0,
+                         partition_rows=150, verify_partition_rows=10, min_partition_rows=1)
     finally:
         ctx.execution_options.resource_limits = old_limits
-    ra, rb = _removed(a), _removed(b)
     assert ra == rb
-    assert a.num_rows == b.num_rows == n_in                  # marked, never removed
-    want = _expected(corpus, all_src)
+    assert rep_a["path"] == "local" and rep_b["path"] == "distributed"
+    want = _expected(corpus, PRIORITY)
     assert {i: d for i, (_, d) in ra.items()} == want
     assert ra["web/100"] == ("dedup:exact", "wiki/002")
     assert ra["books/101"] == ("dedup:exact", "wiki/001")
@@ -151,34 +143,43 @@ def test_same_documents_removed_whatever_the_parallelism(ray_session, tmp_path, 
     assert ra["web/102"] == ("dedup:near", "books/000")
     assert ra["web/104"] == ("dedup:near", "wiki/000") and ra["books/100"] == ("dedup:near", "wiki/000")
     assert ra["web/106"] == ("dedup:near", "web/105")
-    assert "web/109" not in ra and "web/108" not in ra
-    earlier = a.filter(pc.equal(a["id"], "web/107")).to_pylist()[0]
-    assert earlier[S.REJECT_REASON] == "heuristics:too_short" and earlier[S.REJECT_STAGE] == "read"
-    # every column but the marks comes out as it went in
-    order = pc.sort_indices(a["id"])
-    inp = pa.concat_tables(_tables(corpus, all_src))
-    assert a.take(order).select(["id", "source", "text"]).equals(inp.take(pc.sort_indices(inp["id"])).select(
-        ["id", "source", "text"]))
+    assert "web/109" not in ra and "web/108" not in ra and "web/107" not in ra
     # the report
     assert rep_a["bands"] * rep_a["rows"] <= 128 and set(rep_a["s_curve"]) >= {"0.50", "0.95"}
     assert rep_a["removed_per_source"]["web"] == {"exact": 2, "near": 4}
     assert rep_a["matrix"]["web"] == {"wiki": 3, "books": 2, "web": 1}
     assert rep_a["cluster_sizes"] == {"2": 6, "3": 1}
-    assert rep_b["components"].startswith("distributed") and rep_a["components"] == "local"
+    assert rep_b["components"] == rep_a["components"] == "local"
+    assert any(p["pass"] == "verify_a" for p in rep_b["passes"])     # the two-shuffle join ran
     assert {k: v for k, v in rep_a.items() if k in ("removed_per_source", "matrix", "cluster_sizes")} == \
            {k: v for k, v in rep_b.items() if k in ("removed_per_source", "matrix", "cluster_sizes")}
 
 
-def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpus, full_run):
+def test_rerun_reuses_committed_decisions(tmp_path, corpus):
+    tables = _tables(corpus, PRIORITY, rows_per_block=9)
+    first, rep1 = _run(tmp_path, "w", tables)
+    work = tmp_path / "w"
+    (root,) = [p for p in work.iterdir() if p.name.startswith("decide-")]
+    stamp = (root / "decisions.parquet").stat().st_mtime_ns
+    again, rep2 = _run(tmp_path, "w", tables)
+    assert again == first and rep2 == rep1
+    assert (root / "decisions.parquet").stat().st_mtime_ns == stamp      # reused, not recomputed
+    # other side data: other decisions, in their own folder
+    fewer, _ = _run(tmp_path, "w", _tables(corpus, ("wiki", "web"), rows_per_block=9))
+    assert fewer != first and len([p for p in work.iterdir() if p.name.startswith("decide-")]) == 2
+
+
+@pytest.mark.parametrize("local_rows", [200_000, 0], ids=["local", "distributed"])
+def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpus, full_run, local_rows):
     index = tmp_path / "index1"
-    first, rep1 = _run(ray_session, tmp_path, "first", _tables(corpus, ("wiki", "books")), index_out=str(index))
-    kept_first = set(first.filter(pc.is_null(first[S.REJECT_REASON]))["id"].to_pylist())
+    first, rep1 = _run(tmp_path, "first", _tables(corpus, ("wiki", "books")), index_out=str(index),
+                       local_rows=local_rows)
+    kept_first = {i for src in ("wiki", "books") for i, text, reason in corpus[src]
+                  if i not in first and reason is None and text}
     assert rep1["index_out"]["documents"] == len(kept_first)
-    second, rep2 = _run(ray_session, tmp_path, "second", _tables(corpus, ("web",)), index_in=str(index),
-                        index_out=str(tmp_path / "index2"))
-    removed = _removed(second)
+    removed, rep2 = _run(tmp_path, "second", _tables(corpus, ("web",)), index_in=str(index),
+                         index_out=str(tmp_path / "index2"), local_rows=local_rows)
     assert all(i.startswith("web/") for i in removed)
-    assert second.num_rows == len(corpus["web"])
     want = _expected(corpus, ("web",), old=frozenset(kept_first))
     assert {i: d for i, (_, d) in removed.items()} == want
     assert removed["web/100"] == ("dedup:exact", "wiki/002")
@@ -189,4 +190,4 @@ def test_incremental_run_removes_only_new_documents(ray_session, tmp_path, corpu
     assert rep2["index_out"]["documents"] == len(kept_first) + rep2["index_out"]["added"]
     # the same removals as one run over everything (for the new source)
     full, _ = full_run
-    assert {i: v for i, v in _removed(full).items() if i.startswith("web/")} == removed
+    assert {i: v for i, v in full.items() if i.startswith("web/")} == removed

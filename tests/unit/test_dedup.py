@@ -1,7 +1,7 @@
 """Dedup building blocks, without Ray: datasketch-identical signatures on real text,
 datasketch's LSH parameter choice and candidate rule, the partition kernels
 (exact groups, bucket stars, verification, connected components, decisions) on
-crafted inputs, and the signature/mark batch functions."""
+crafted inputs, the side rows and the local ``decide()`` path end to end."""
 
 from __future__ import annotations
 
@@ -18,7 +18,8 @@ from datasketch import MinHash, MinHashLSH
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from stages.dedup import DedupConfig
+from dedup_driver import run_global
+from stages.dedup import Dedup, DedupConfig
 from stages.dedup import graph as G
 from stages.dedup import passes as P
 from stages.dedup.minhash import (Normalisation, Shingling, band_buckets, batch_signatures, candidate_probability,
@@ -124,7 +125,7 @@ def test_bands_rows_match_datasketch(threshold, num_perm, weights):
 
 
 def test_default_weights_favour_recall_only_when_verified():
-    assert DedupConfig().lsh_weights == (0.2, 0.8)
+    assert DedupConfig().lsh_weights == (0.05, 0.95)
     assert DedupConfig(verify="none").lsh_weights == (0.5, 0.5)
     assert DedupConfig(bands=20, rows=5).bands_rows() == (20, 5)
 
@@ -173,14 +174,17 @@ def test_shared_bucket_is_datasketch_candidate_rule(real_docs):
 
 # -- kernels ---------------------------------------------------------------------------------
 
-def _key(name: str, tier: int = 1, rank: int = 0, exact: int = 0) -> str:
-    return f"{tier}{rank:04d}\x1fsrc\x1f{name}\x1f{0:016x}\x1f{exact:016x}"
+def _key(name: str, tier: int = 1, rank: int = 0, exact: int = 0, row: int = 0, split: str = "s") -> str:
+    return f"{tier}{rank:04d}\x1fsrc\x1f{name}\x1f{0:016x}\x1f{exact:016x}\x1f{row:012d}\x1f{split}"
 
 
 def test_make_and_split_keys_round_trip():
     keys = G.make_keys(1, np.array([0, 3]), pa.array(["wiki", "web"]), pa.array(["wiki/a", "web/b"]),
-                       np.array([5, 6], np.uint64), np.array([1, 2**63], np.uint64))
+                       np.array([5, 6], np.uint64), np.array([1, 2**63], np.uint64), np.array([7, 12]),
+                       pa.array(["part-1", "odd\x1fsplit"]))
     f = G.key_fields(keys)
+    assert f["row"].to_pylist() == [f"{7:012d}", f"{12:012d}"]
+    assert f["split"].to_pylist() == ["part-1", "odd\x1fsplit"]     # any character is safe in the last field
     assert f["source"].to_pylist() == ["wiki", "web"]
     assert f["id"].to_pylist() == ["wiki/a", "web/b"]
     assert f["tier"].to_pylist() == ["1", "1"]
@@ -292,8 +296,9 @@ def test_decisions_label_exact_and_near_and_skip_index_documents():
                   "node": [_key("web/1", rank=1, exact=5), _key("web/2", rank=1, exact=6), root,
                            _key("web/3", rank=1, exact=9)],
                   "root": [root, root, old, old]})
-    d = P.decide_kernel(t, shards=4)
+    d = P.decide_kernel(t)
     rows = {r["id"]: r for r in d.to_pylist()}
+    assert rows["web/1"]["_split"] == "s" and rows["web/1"]["_row"] == 0
     assert set(rows) == {"web/1", "web/2", "wiki/1", "web/3"}
     assert rows["web/1"]["reason"] == "exact" and rows["web/1"]["kept"] == "wiki/1"
     assert rows["web/2"]["reason"] == "near"
@@ -305,51 +310,47 @@ def test_decisions_label_exact_and_near_and_skip_index_documents():
     assert sizes["size"].to_pylist() == [3] and sizes["n"].to_pylist() == [2]
 
 
-# -- batch functions ---------------------------------------------------------------------------
+# -- side rows and the local decide path ------------------------------------------------------
 
-def _params(**over):
-    cfg = DedupConfig(source_priority=("wiki", "web"), **over)
-    b, r = cfg.bands_rows()
-    n = cfg.normalisation
-    return {"num_perm": cfg.num_perm, "seed": cfg.seed, "scheme": cfg.scheme, "near": cfg.near, "verify": cfg.verify,
-            "bands": b, "rows": r, "norm": {k: getattr(n, k) for k in ("lowercase", "punctuation", "digits",
-                                                                          "whitespace", "nfkc")},
-            "shingling": {"kind": cfg.shingle, "n": cfg.ngram}, "ranks": {"wiki": 0, "web": 1}, "default_rank": 2,
-            "applies": None}
+def test_side_rows_are_compact_one_per_document_and_datasketch_equal(real_docs):
+    texts = [real_docs[0], "", real_docs[1], None, real_docs[0], "!!! ???"]
+    batch = S.make_batch(source="web", ids=[f"web/{i}" for i in range(6)], texts=texts)
+    side = Dedup(DedupConfig()).side(batch)
+    assert side.num_rows == 6 and "text" not in side.column_names
+    assert side.schema == P.side_schema(128)
+    assert side["id"].to_pylist() == batch["id"].to_pylist()
+    eligible = [v is not None for v in side["exact"].to_pylist()]
+    assert eligible == [True, False, True, False, True, False]          # nothing to shingle: null
+    assert side["exact"][0] == side["exact"][4]
+    assert side["sig"].null_count == side["buckets"].null_count == side["sh"].null_count == 3
+    assert len(side["buckets"][0]) == DedupConfig().bands_rows()[0]
+    ref = _datasketch(real_docs[1], 128, 1, "affine32", Shingling())
+    assert side["sig"][2].as_py() == ref.hashvalues.astype(np.uint32).tolist()
+    from datasketch.hashfunc import sha1_hash32
 
-
-def test_signature_batch_skips_dropped_and_empty_documents(real_docs):
-    texts = [real_docs[0], "", real_docs[1], None, real_docs[0]]
-    batch = S.make_batch(source="web", ids=[f"web/{i}" for i in range(5)], texts=texts,
-                         reject_reasons=[None, None, "read:bad", None, None])
-    out = P.signature_batch(batch, params=_params())
-    keys = out[P.KEY].to_pylist()
-    assert [k is not None for k in keys] == [True, False, False, False, True]
-    assert keys[0].startswith("10001\x1fweb\x1fweb/0\x1f")
-    assert out[P.EXACT][0] == out[P.EXACT][4]
-    assert out[P.SIG].null_count == 3 and len(out[P.BUCKETS][0]) == DedupConfig().bands_rows()[0]
-    assert out[P.SH].null_count == 3
-    assert out.select(batch.column_names).equals(batch)     # document columns untouched
+    assert side["sh"][2].as_py() == sorted({sha1_hash32(s) for s in shingles(real_docs[1])})
+    exact_only = Dedup(DedupConfig(near=False)).side(batch)
+    assert exact_only["exact"].to_pylist() == side["exact"].to_pylist()
+    assert exact_only["sig"].null_count == 6
 
 
-def test_mark_sets_reject_columns_from_decision_shards(tmp_path, real_docs):
-    batch = S.make_batch(source="web", ids=["web/0", "web/1", "web/2"], texts=real_docs[:3],
-                         reject_reasons=[None, None, "c4:lines"])
-    out = P.signature_batch(batch, params=_params())
-    shards = 3
-    shard = int(out[P.BATCH][0].as_py()) % shards
-    d = tmp_path / "decisions" / f"{P.SHARD}={shard}"
-    d.mkdir(parents=True)
-    import pyarrow.parquet as pq
-
-    pq.write_table(pa.table({"id": ["web/1", "web/2"], "reason": ["near", "exact"], "kept": ["wiki/9", "wiki/8"]}),
-                   d / "part.parquet")
-    marked = P.mark(out, decisions_dir=str(tmp_path / "decisions"), shards=shards, stage="dedup",
-                    columns=batch.column_names)
-    assert marked.column_names == batch.column_names
-    assert marked[S.REJECT_REASON].to_pylist() == [None, "dedup:near", "c4:lines"]   # earlier drop untouched
-    assert marked[S.REJECT_DETAIL].to_pylist() == [None, "wiki/9", None]
-    assert marked[S.REJECT_STAGE].to_pylist() == [None, "dedup", "read"]
+def test_local_decide_removes_planted_copies_and_keeps_distinct(tmp_path, real_docs):
+    paras = [d for d in real_docs if len(d.split()) >= 60][:40]
+    base = S.make_batch(source="wiki", ids=[f"wiki/{i:02d}" for i in range(40)], texts=paras)
+    words = paras[3].split(" ")
+    words[len(words) // 2] = "zzzq"
+    copies = S.make_batch(source="web", ids=["web/0", "web/1", "web/2", "web/3"],
+                          texts=[paras[0].upper(), " ".join(words), paras[5][: len(paras[5]) // 2], paras[7]],
+                          reject_reasons=[None, None, None, "c4:lines"])
+    splits = {"a": base, "b": copies}
+    stage = Dedup(DedupConfig(source_priority=("wiki", "web")))
+    removed, report, uri = run_global(stage, splits, tmp_path / "w", ("wiki", "web"))
+    assert removed == {"web/0": ("dedup:exact", "wiki/00"), "web/1": ("dedup:near", "wiki/03")}
+    assert report["path"] == "local" and report["counts"]["removed"] == 2
+    assert report["removed_per_source"]["web"] == {"exact": 1, "near": 1}
+    # no duplicates: no decisions file
+    none, rep, uri = run_global(stage, {"a": base}, tmp_path / "x", ("wiki",))
+    assert none == {} and uri is None and rep["counts"]["removed"] == 0
 
 
 @pytest.mark.parametrize("kwargs,field", [

@@ -1,0 +1,308 @@
+"""datapipe beside datatrove on the same inputs, built here from real text in
+``../shared/corpora``: wall time of the whole job, documents/s and the ratio, for the four
+workloads of issue 13 at two sizes 4x apart.
+
+=========  ==============================================================================
+workload   what both engines run
+=========  ==============================================================================
+heuristic  JSONL of real documents (Wikipedia paragraphs, CCNet / RedPajama / StackExchange
+           documents, Gutenberg passages) -> Gopher repetition, Gopher quality, C4,
+           FineWeb rules (each engine's defaults) -> JSONL / Parquet
+dedup      real passages plus edited near-copies (typos, dropped / inserted words,
+           truncation; ``truth.jsonl`` beside the corpus holds each copy's original and
+           true Jaccard) -> MinHash dedup (5-gram words, 128 hashes, threshold-like bands)
+warc       a WARC written here from the shared real HTML pages -> extraction (trafilatura on
+           both sides) -> the four rule sets -> MinHash dedup -> tokenization
+           (GPT-NeoX-20B ``tokenizer.json``) into token shards
+=========  ==============================================================================
+
+datapipe runs as a user runs it, ``python -m datapipe run <spec>`` (embedded Ray, every
+CPU); datatrove with its ``LocalPipelineExecutor`` (workers = CPUs), the MinHash dedup as
+its four documented stages. Each engine runs alone, one after the other, each in its
+own process; the wall time includes interpreter start-up on both sides.
+
+Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--cpus 2]``
+(``--quick``: sizes 4x smaller, for a smoke run). Needs the ``bench`` extra (datatrove).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SIZES = {"heuristic": (3200, 12800), "dedup": (20_000, 80_000), "warc": (825, 3300)}
+COPIES = 9          # dedup: edited copies per original passage (10 documents per group)
+FILES = 8           # input files per corpus, so both engines can split the work
+
+
+def shared_dir() -> Path:
+    return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared")).resolve()
+
+
+# -- inputs ---------------------------------------------------------------------------------
+
+def real_texts(sh: Path) -> list[str]:
+    """Real documents of several kinds, in a fixed order."""
+    c = sh / "corpora"
+    wiki = (c / "wiki/wikitext-2-raw.test.txt").read_text(encoding="utf-8")
+    out = [p.strip() for p in wiki.split("\n") if len(p.split()) >= 40]
+    for f in sorted((c / "ccnet").glob("cc_en_head-*.jsonl")) + sorted((c / "redpajama").glob("*.jsonl")) + \
+            [c / "stackexchange/redpajama-stackexchange.jsonl"]:
+        out += [json.loads(line)["text"] for line in f.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for f in sorted((c / "books/gutenberg").glob("*.txt.gz"))[:40]:
+        book = gzip.decompress(f.read_bytes()).decode("utf-8", "replace")
+        out += [book[i:i + 4000] for i in range(0, min(len(book), 200_000), 4000)]
+    return out
+
+
+def passages(sh: Path, n: int) -> list[str]:
+    """``n`` distinct real passages of 150-300 words (Gutenberg books, then Wikipedia)."""
+    c = sh / "corpora"
+    out: list[str] = []
+    seen: set[str] = set()
+    for f in sorted((c / "books/gutenberg").glob("**/*.txt.gz")):
+        words = gzip.decompress(f.read_bytes()).decode("utf-8", "replace").split()
+        for i in range(2000, len(words) - 300, 250):   # skip the licence header
+            p = " ".join(words[i:i + 220])
+            if p not in seen:
+                seen.add(p)
+                out.append(p)
+            if len(out) >= n:
+                return out
+    raise SystemExit(f"only {len(out)} distinct passages in the shared books; ask for fewer documents")
+
+
+def edit(text: str, rng: random.Random) -> str:
+    """A near-copy the way copies drift on the web: typos, dropped and inserted words,
+    sometimes a truncated tail."""
+    words = text.split()
+    for _ in range(rng.randint(1, 6)):
+        op, i = rng.random(), rng.randrange(len(words))
+        if op < 0.4:
+            words[i] = words[i][:-1] + "q" if len(words[i]) > 1 else "zq"
+        elif op < 0.7 and len(words) > 50:
+            del words[i]
+        else:
+            words.insert(i, rng.choice(("the", "new", "read", "more", "click", "here")))
+    if rng.random() < 0.2:
+        words = words[: int(len(words) * rng.uniform(0.9, 1.0))]
+    return " ".join(words)
+
+
+def write_jsonl(docs: list[dict], folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    per = -(-len(docs) // FILES)
+    for k in range(FILES):
+        with open(folder / f"part-{k:02d}.jsonl", "w", encoding="utf-8") as f:
+            for d in docs[k * per:(k + 1) * per]:
+                f.write(json.dumps(d, ensure_ascii=False) + "\n")
+
+
+def build_heuristic(sh: Path, n: int, folder: Path) -> int:
+    texts = real_texts(sh)
+    write_jsonl([{"id": f"doc-{i:06d}", "text": texts[i % len(texts)]} for i in range(n)], folder)
+    return n
+
+
+def build_dedup(sh: Path, n: int, folder: Path) -> int:
+    from stages.dedup.minhash import shingles
+
+    rng = random.Random(13)
+    docs, truth = [], []
+    for g, orig in enumerate(passages(sh, n // (COPIES + 1))):
+        docs.append({"id": f"g{g:05d}-0", "text": orig})
+        base = set(shingles(orig))
+        for k in range(1, COPIES + 1):
+            copy = edit(orig, rng)
+            s = set(shingles(copy))
+            docs.append({"id": f"g{g:05d}-{k}", "text": copy})
+            truth.append({"id": f"g{g:05d}-{k}", "original": f"g{g:05d}-0",
+                          "jaccard": round(len(base & s) / max(1, len(base | s)), 4)})
+    random.Random(5).shuffle(docs)
+    write_jsonl(docs, folder)
+    with open(folder.parent / "truth.jsonl", "w") as f:
+        f.writelines(json.dumps(t) + "\n" for t in truth)
+    return len(docs)
+
+
+def build_warc(sh: Path, n: int, folder: Path) -> int:
+    """``n`` HTML responses (the shared pages, cycled, each under its own URL) in
+    ``FILES`` gzipped WARC files."""
+    from io import BytesIO
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    pages = [gzip.decompress(p.read_bytes()) for p in sorted((sh / "corpora/web/html").glob("*.html.gz"))]
+    folder.mkdir(parents=True, exist_ok=True)
+    per = -(-n // FILES)
+    for k in range(FILES):
+        with open(folder / f"part-{k:02d}.warc.gz", "wb") as f:
+            w = WARCWriter(f, gzip=True)
+            for i in range(k * per, min(n, (k + 1) * per)):
+                body = pages[i % len(pages)]
+                headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                                      ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+                rec = w.create_warc_record(f"http://site{i % 97}.example/page/{i}", "response",
+                                           payload=BytesIO(body), http_headers=headers)
+                w.write_record(rec)
+    return n
+
+
+BUILDERS = {"heuristic": build_heuristic, "dedup": build_dedup, "warc": build_warc}
+
+
+# -- datapipe -------------------------------------------------------------------------------
+
+def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
+    rules = """
+      - gopher_repetition: {}
+      - gopher_quality: {}
+      - c4: {}
+      - fineweb: {}"""
+    if workload == "heuristic":
+        src = f'{{name: docs, format: jsonl, paths: ["{data}/*.jsonl"], options: {{id_key: id}}}}'
+        stages, shards = rules, ""
+    elif workload == "dedup":
+        src = f'{{name: docs, format: jsonl, paths: ["{data}/*.jsonl"], options: {{id_key: id}}}}'
+        stages, shards = "\n      - dedup: {}", ""
+    else:
+        src = f'{{name: web, format: warc, paths: ["{data}/*.warc.gz"]}}'
+        tok = sh / "tokenizers/gpt-neox-20b.tokenizer.json"
+        stages = "\n      - extract: {}" + rules + f'\n      - dedup: {{}}\n      - tokenize: {{tokenizer: "{tok}"}}'
+        shards = "shards: {shard_tokens: 1048576, seed: 1}"
+    return textwrap.dedent(f"""\
+    name: peers-{workload}
+    output: {out}
+    on_error: skip
+    sources:
+      - {src}
+    stages:{stages}
+    {shards}
+    """)
+
+
+def run_datapipe(workload: str, data: Path, work: Path, sh: Path) -> float:
+    out = work / "datapipe_out"
+    shutil.rmtree(out, ignore_errors=True)
+    spec = work / "job.yaml"
+    spec.write_text(datapipe_spec(workload, data, out, sh))
+    env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, "-m", "datapipe", "run", str(spec)], cwd=work, env=env,
+                       capture_output=True, text=True)
+    secs = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"datapipe failed on {workload}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
+    return secs
+
+
+# -- datatrove (runs in a child process: ``peers.py --datatrove WORKLOAD DATA WORK``) -----------
+
+def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
+    from datatrove.executor import LocalPipelineExecutor
+    from datatrove.pipeline.dedup import (MinhashDedupBuckets, MinhashDedupCluster, MinhashDedupFilter,
+                                          MinhashDedupSignature)
+    from datatrove.pipeline.dedup.minhash import MinhashConfig
+    from datatrove.pipeline.extractors import Trafilatura
+    from datatrove.pipeline.filters import (C4QualityFilter, FineWebQualityFilter, GopherQualityFilter,
+                                            GopherRepetitionFilter)
+    from datatrove.pipeline.readers import JsonlReader, WarcReader
+    from datatrove.pipeline.tokens import DocumentTokenizer
+    from datatrove.pipeline.writers import JsonlWriter
+    from datatrove.utils.hashing import HashConfig
+
+    w = Path(work)
+
+    def run(pipeline, tasks, name):
+        LocalPipelineExecutor(pipeline=pipeline, tasks=tasks, workers=min(cpus, tasks),
+                              logging_dir=str(w / "logs" / name)).run()
+
+    rules = lambda: [GopherRepetitionFilter(), GopherQualityFilter(), C4QualityFilter(), FineWebQualityFilter()]  # noqa: E731
+
+    def minhash(reader, final) -> None:
+        # sha1 shingle hashes: datatrove's default xxhash path hashes str, which the xxhash 4
+        # installed here refuses ("Strings must be encoded before hashing")
+        cfg = MinhashConfig(hash_config=HashConfig(precision=64, hash_fc="sha1"))
+        run([reader(), MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg)], FILES, "sigs")
+        run([MinhashDedupBuckets(input_folder=str(w / "sigs"), output_folder=str(w / "buckets"), config=cfg)],
+            cfg.num_buckets, "buckets")
+        run([MinhashDedupCluster(input_folder=str(w / "buckets"), output_folder=str(w / "remove"), config=cfg)],
+            1, "cluster")
+        run([reader(), MinhashDedupFilter(input_folder=str(w / "remove")), final], FILES, "filter")
+
+    if workload == "heuristic":
+        run([JsonlReader(data), *rules(), JsonlWriter(str(w / "out"))], FILES, "heuristic")
+    elif workload == "dedup":
+        minhash(lambda: JsonlReader(data), JsonlWriter(str(w / "out")))
+    else:
+        run([WarcReader(data, glob_pattern="*.warc.gz"), Trafilatura(timeout=60), *rules(), JsonlWriter(str(w / "text"))],
+            FILES, "extract")
+        tok = str(shared_dir() / "tokenizers/gpt-neox-20b.tokenizer.json")
+        minhash(lambda: JsonlReader(str(w / "text")), DocumentTokenizer(str(w / "tokens"), tokenizer_name_or_path=tok,
+                                                                       eos_token="<|endoftext|>"))
+
+
+def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> float:
+    out = work / "datatrove_out"
+    shutil.rmtree(out, ignore_errors=True)
+    out.mkdir(parents=True)
+    t0 = time.perf_counter()
+    p = subprocess.run([sys.executable, __file__, "--datatrove", workload, str(data), str(out), "--cpus", str(cpus)],
+                       capture_output=True, text=True)
+    secs = time.perf_counter() - t0
+    if p.returncode:
+        raise SystemExit(f"datatrove failed on {workload}:\n{p.stderr[-3000:]}")
+    return secs
+
+
+# -- main -----------------------------------------------------------------------------------
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--work", default=str(REPO / "runs/bench/peers"))
+    ap.add_argument("--workloads", default="heuristic,dedup,warc")
+    ap.add_argument("--quick", action="store_true", help="sizes 4x smaller (smoke run)")
+    ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="datatrove workers")
+    ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.datatrove:
+        datatrove_job(*args.datatrove, cpus=args.cpus)
+        return
+    sys.path.insert(0, str(REPO))
+    sh = shared_dir()
+    rows = []
+    print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'docs/s':>8} {'datatrove s':>11} {'docs/s':>8} "
+          f"{'ratio':>6}", flush=True)
+    for workload in args.workloads.split(","):
+        for n in SIZES[workload]:
+            n = n // 4 if args.quick else n
+            work = Path(args.work) / f"{workload}-{n}"
+            data = work / "input"
+            if not (work / "built.json").exists():
+                shutil.rmtree(work, ignore_errors=True)
+                docs = BUILDERS[workload](sh, n, data)
+                (work / "built.json").write_text(json.dumps({"docs": docs}))
+            docs = json.loads((work / "built.json").read_text())["docs"]
+            ours = run_datapipe(workload, data, work, sh)
+            theirs = run_datatrove(workload, data, work, args.cpus)
+            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2),
+                         "datatrove_s": round(theirs, 2), "ratio": round(theirs / ours, 2)})
+            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {docs / ours:>8.0f} {theirs:>11.1f} {docs / theirs:>8.0f} "
+                  f"{theirs / ours:>5.2f}x", flush=True)
+    (Path(args.work) / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
+    print("ratio = datatrove wall / datapipe wall (> 1: datapipe faster); both measured in this run")
+
+
+if __name__ == "__main__":
+    main()
