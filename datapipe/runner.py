@@ -36,14 +36,13 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.spec import JobSpec, reader_for_source
-from datapipe.splitwork import (ROW, SPLIT, Phase, PhaseEnv, SplitRef, SplitRunner, is_legacy_global, phases, sha256_of,
+from datapipe.splitwork import (Phase, PhaseEnv, SplitRef, SplitRunner, phases, sha256_of,
                                 verify_done)
-from datapipe.stage import BatchStats, GlobalStage, StageContext
+from datapipe.stage import BatchStats, StageContext
 
 log = logging.getLogger(__name__)
 
@@ -183,34 +182,6 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
 
 # -- global stages -----------------------------------------------------------------
 
-class _LegacyGlobal:
-    """Temporary bridge for a global stage that still has the old ``run(ds, ctx)``
-    (until stages/dedup implements ``side``/``decide``): its side rows are the alive
-    rows themselves (text included, so this bridge moves text once more), and its
-    decisions are the rows its ``run`` marks."""
-
-    def __init__(self, stage: GlobalStage) -> None:
-        self.stage = stage
-
-    def decide(self, side: list[str], ctx: StageContext) -> str | None:
-        import ray
-
-        from datapipe import schema as S
-
-        marked = self.stage.run(ray.data.read_parquet(side), ctx)
-        rows = marked.filter(lambda r: r[S.REJECT_STAGE] == self.stage.name).select_columns(
-            [SPLIT, ROW, S.REJECT_REASON, S.REJECT_DETAIL]).take_all()
-        if not rows:
-            return None
-        prefix = len(self.stage.name) + 1
-        table = pa.table({SPLIT: [r[SPLIT] for r in rows], ROW: pa.array([r[ROW] for r in rows], pa.int64()),
-                          "reason": [r[S.REJECT_REASON][prefix:] for r in rows],
-                          "detail": [r[S.REJECT_DETAIL] for r in rows]}).sort_by([(SPLIT, "ascending"), (ROW, "ascending")])
-        path = os.path.join(ctx.work_dir, "decisions.parquet")
-        pq.write_table(table, path)
-        return path
-
-
 def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
     st = phase.after
     assert st is not None
@@ -219,12 +190,7 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     os.makedirs(ctx.work_dir, exist_ok=True)
     if not side:
         return None, ctx.report
-    stage = st.make()
-    if is_legacy_global(type(stage)):
-        shutil.rmtree(ctx.work_dir)  # the old passes expect a fresh folder, even on resume
-        os.makedirs(ctx.work_dir)
-        return _LegacyGlobal(stage).decide(side, ctx), ctx.report
-    return stage.decide(side, ctx), ctx.report
+    return st.make().decide(side, ctx), ctx.report
 
 
 def _digest(uri: str | None) -> str:

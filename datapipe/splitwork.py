@@ -141,7 +141,7 @@ class SplitRunner:
         self.glob = env.phase.after.make() if env.phase.after is not None else None
         self.side = None
         if self.glob is not None:
-            self.side = _legacy_side if is_legacy_global(type(self.glob)) else self.glob.side
+            self.side = self.glob.side
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
@@ -195,18 +195,6 @@ class SplitRunner:
         if drops[0].size and offset <= int(drops[0].max()):
             raise JobError(f"stage {name!r} decided on row {int(drops[0].max())} of split {ref.key}, "
                            f"which has {offset} rows")
-
-
-def is_legacy_global(cls: type) -> bool:
-    """A global stage that still has the old ``run(ds, ctx)`` instead of ``side``/``decide``
-    (see ``runner._LegacyGlobal``)."""
-    from datapipe.stage import GlobalStage
-
-    return cls.side is GlobalStage.side and hasattr(cls, "run")
-
-
-def _legacy_side(batch: pa.Table) -> pa.Table:
-    return batch.drop_columns([S.RAW])
 
 
 def _read(job: JobSpec, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
