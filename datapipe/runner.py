@@ -9,9 +9,10 @@ hash(id) % partitions)``, grouped with a Ray Data ``groupby`` and each group is 
 id and written to its own Parquet file, so file names and bytes never depend on Ray's
 scheduling.
 
-Outputs go to ``<output>.staging`` and are renamed to ``<output>`` only after the
-accounting check passed and ``manifest.json`` lists every file with its hash: an
-interrupted or failed run never leaves a complete-looking output.
+Outputs go to a staging folder keyed by a run id and are published by
+:mod:`datapipe.commit` (rename locally, copy + ``_SUCCESS`` last on object stores) only
+after the accounting check passed and ``manifest.json`` lists every file with its hash:
+an interrupted or failed run never leaves a complete-looking output.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import json
 import logging
 import os
 import shutil
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -32,14 +34,15 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import xxhash
 
+from datapipe import fs
 from datapipe import schema as S
+from datapipe.commit import SUCCESS, OutputRun, is_datapipe_output, read_status
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.spec import JobSpec, StageSpec, is_global, job_schema, reader_for_source
 from datapipe.stage import BatchStats, StageContext
 
 log = logging.getLogger(__name__)
 
-SUCCESS = "_SUCCESS"
 OUTPUT_KINDS = ("documents", "rejects")
 REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
 NOT_WRITTEN = {S.RAW, "tokens"}
@@ -229,7 +232,7 @@ def _add_keys(batch: pa.Table, partitions: int) -> pa.Table:
     return batch.append_column("_kind", kinds).append_column("_bucket", buckets)
 
 
-def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
+def _write_group(group: pa.Table, staging: str, compression: str, storage: fs.StorageOptions) -> pa.Table:
     kind = group.column("_kind")[0].as_py()
     source = group.column(S.SOURCE)[0].as_py()
     bucket = group.column("_bucket")[0].as_py()
@@ -242,12 +245,11 @@ def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
     order = pc.sort_indices(table, sort_keys=[(S.ID, "ascending"), (S.ORIGIN, "ascending"), (S.TEXT, "ascending")])
     table = table.take(order).combine_chunks()
     rel = f"{kind}/source={source}/part-{bucket:05d}.parquet"
-    path = os.path.join(staging, rel)
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = path + ".tmp"
-    pq.write_table(table, tmp, compression=None if compression == "none" else compression)
-    os.replace(tmp, path)
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    buf = pa.BufferOutputStream()
+    pq.write_table(table, buf, compression=None if compression == "none" else compression)
+    data = buf.getvalue().to_pybytes()
+    fs.write_bytes(fs.join(staging, rel), data, storage)
+    digest = hashlib.sha256(data).hexdigest()
     counts: dict[str, int] = {}
     if kind == "rejects":
         for stage, reason in zip(table.column("reject_stage").to_pylist(), table.column("reject_reason").to_pylist()):
@@ -257,7 +259,7 @@ def _write_group(group: pa.Table, staging: str, compression: str) -> pa.Table:
     num_tokens = int(pc.sum(table.column("num_tokens")).as_py() or 0) if "num_tokens" in table.column_names else 0
     return pa.table({
         "kind": [kind], "source": [source], "path": [rel], "rows": [table.num_rows],
-        "file_bytes": [os.path.getsize(path)], "text_bytes": [text_bytes], "sha256": [digest],
+        "file_bytes": [len(data)], "text_bytes": [text_bytes], "sha256": [digest],
         "reject_counts": [json.dumps(counts, sort_keys=True)],
         "num_tokens": [num_tokens],
     })
@@ -268,7 +270,8 @@ def write_outputs(ds, staging: str, job: JobSpec) -> list[dict[str, Any]]:
                            batch_format="pyarrow")
     groups = 2 * len(job.sources) * job.output_options.partitions
     written = keyed.groupby(["_kind", S.SOURCE, "_bucket"], num_partitions=min(200, groups)).map_groups(
-        _write_group, fn_kwargs={"staging": staging, "compression": job.output_options.compression},
+        _write_group, fn_kwargs={"staging": staging, "compression": job.output_options.compression,
+                                 "storage": job.storage},
         batch_format="pyarrow")
     rows = written.take_all()
     return sorted(rows, key=lambda r: r["path"])
@@ -342,42 +345,45 @@ def check_accounting(chain: list[str], stats: dict[str, dict[str, dict[str, Any]
 
 # -- the job -----------------------------------------------------------------------
 
-def _status(output: Path) -> dict[str, Any] | None:
-    marker = output / SUCCESS
-    if marker.is_file():
-        try:
-            return json.loads(marker.read_text())
-        except ValueError:
-            return {}
-    return None
-
-
 def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = print) -> RunResult:
     """Run ``job`` end to end. A completed run with the same job hash is reused unless
     ``force``; a folder holding something else is never overwritten without ``force``."""
-    from datapipe.report import build_report, write_report
-
-    out = Path(job.output)
+    out = job.output
     job_hash = job.job_hash()
-    done = _status(out)
+    done = read_status(out, job.storage)
     if done is not None and not force:
         if done.get("job_hash") == job_hash:
             echo(f"{out} is already complete for this job (job hash {job_hash}); nothing to do. "
                  "Use --force to run it again.")
-            report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
+            report_uri = fs.join(out, "report.json")
+            report = json.loads(fs.read_text(report_uri, job.storage)) if fs.is_file(report_uri, job.storage) else {}
             return RunResult(output=str(out), skipped=True, report=report)
         raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
-    if done is None and out.exists() and any(out.iterdir()):
+    if done is None and not is_datapipe_output(out, job.storage):
         # never delete a folder datapipe did not write, even with --force
         raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
-    staging = out.with_name(out.name + ".staging")
-    if staging.exists():
-        echo(f"removing leftovers of an interrupted run: {staging}")
-        shutil.rmtree(staging)
-    staging.mkdir(parents=True)
-    (staging / "work").mkdir()
+    run = OutputRun.begin(out, storage=job.storage)
+    # driver-side files (report, shards, dedup work) go to a local folder: the staging
+    # folder itself for a local output, else a temporary one uploaded before publishing
+    scratch = Path(run.staging) if fs.is_local(out) else Path(tempfile.mkdtemp(prefix="datapipe-scratch-"))
+    try:
+        return _run_staged(job, run, scratch, job_hash, echo)
+    except BaseException:
+        run.abort()
+        raise
+    finally:
+        if not fs.is_local(out):
+            shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _run_staged(job: JobSpec, run: OutputRun, staging: Path, job_hash: str,
+                echo: Callable[[str], None]) -> RunResult:
+    from datapipe.report import build_report, write_report
+
+    out = job.output
+    (staging / "work").mkdir(parents=True)
 
     import ray
 
@@ -429,7 +435,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
                                     batch_format="pyarrow", batch_size=job.execution.batch_rows)
             chain.extend(st.name for st in seg)
         final = ds.materialize()
-        files = write_outputs(final, str(staging), job)
+        files = write_outputs(final, run.staging, job)
         shard_manifests = write_token_shards(final, staging, job, echo) if job.shards is not None else {}
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
         cause = _user_error(e)
@@ -473,23 +479,13 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     }
     (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
     shutil.rmtree(staging / "work", ignore_errors=True)
-    (staging / SUCCESS).write_text(json.dumps({"job_hash": job_hash, "spec_hash": job.spec_hash(),
-                                               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
-    _commit(staging, out)
+    if not fs.is_local(out):
+        fs.upload_tree(str(staging), run.staging, job.storage)
+    run.publish({"job_hash": job_hash, "spec_hash": job.spec_hash(),
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     echo(report["summary_text"])
     echo(f"output committed: {out}")
     return RunResult(output=str(out), skipped=False, report=report)
-
-
-def _commit(staging: Path, out: Path) -> None:
-    """Atomically put ``staging`` at ``out`` (replacing an old output only now)."""
-    trash = None
-    if out.exists():
-        trash = out.with_name(out.name + f".old-{os.getpid()}")
-        os.rename(out, trash)
-    os.rename(staging, out)
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
 
 
 def _user_error(exc: BaseException) -> BaseException | None:
