@@ -152,6 +152,8 @@ def _write_lock(output: str, info: LockInfo, storage: fs.StorageOptions | None, 
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
         return True
+    if exclusive and fs.exists(uri, storage):
+        return False
     fs.write_bytes(uri, data, storage)
     return True
 
@@ -165,6 +167,7 @@ class OutputRun:
         self.storage = storage
         self.run_id = run_id
         self.staging = staging_uri(output, run_id)
+        self.cleaned: list[str] = []   # leftover staging folders of dead runs, removed by begin()
         self._lock = lock
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._beat, args=(heartbeat_s,), daemon=True,
@@ -212,6 +215,7 @@ class OutputRun:
             if entry == f"{name}.staging" or entry.startswith(f"{name}.staging-"):
                 log.info("removing leftovers of an interrupted run: %s", fs.join(parent, entry))
                 fs.delete_tree(fs.join(parent, entry), self.storage)
+                self.cleaned.append(fs.join(parent, entry))
 
     def publish(self, success: dict[str, Any]) -> None:
         """Make the staging folder the output. ``staging/manifest.json`` must exist;
@@ -261,3 +265,33 @@ class OutputRun:
         held = read_lock(self.output, self.storage)
         if held is not None and held.run_id == self.run_id:
             fs.delete_file(lock_uri(self.output), self.storage)
+
+
+def check_trusted(uri: str, storage: fs.StorageOptions | None = None, *, levels: int = 3) -> None:
+    """Refuse to read below a datapipe output that is not complete: the nearest of ``uri``
+    and its ``levels`` parents holding ``_SUCCESS`` or ``_PUBLISHING`` must be trusted
+    (:func:`trusted_status`). A folder below no datapipe output (loose shards) passes."""
+    here = uri
+    for _ in range(levels + 1):
+        names = set(fs.list_dir(here, storage)) if fs.is_dir(here, storage) else set()
+        if PUBLISHING in names:
+            raise JobError(f"{here}: a run is publishing (or died publishing) this output; it is not complete")
+        if SUCCESS in names:
+            trusted_status(here, storage)
+            return
+        up = fs.parent(here)
+        if not up or up == here or (not fs.is_local(up) and "/" not in up.split("://", 1)[1]):
+            return
+        here = up
+
+
+def local_for_reading(uri: str, storage: fs.StorageOptions | None = None) -> str:
+    """A local path with ``uri``'s content, after :func:`check_trusted`: a local path as it
+    is; a remote file's folder, or a remote folder, downloaded once into the content cache
+    (libraries that memory-map or need real files: the shard loader, verify, fastText)."""
+    check_trusted(fs.parent(uri) if fs.is_file(uri, storage) else uri, storage)
+    if fs.is_local(uri):
+        return uri
+    if fs.is_file(uri, storage):
+        return os.path.join(fs.local_tree(fs.parent(uri), storage), fs.basename(uri))
+    return fs.local_tree(uri, storage)

@@ -365,6 +365,8 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
         raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
     run = OutputRun.begin(out, storage=job.storage)
+    for leftover in run.cleaned:
+        echo(f"removed leftovers of an interrupted run: {leftover}")
     # driver-side files (report, shards, dedup work) go to a local folder: the staging
     # folder itself for a local output, else a temporary one uploaded before publishing
     scratch = Path(run.staging) if fs.is_local(out) else Path(tempfile.mkdtemp(prefix="datapipe-scratch-"))

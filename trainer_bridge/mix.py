@@ -30,6 +30,7 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
+from datapipe import fs
 from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
 from trainer_bridge.shards import SourceManifest, TokenStream, load_manifest
@@ -315,9 +316,9 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
     """Open every source of a mix and check that they can be mixed and the budget fits."""
     spec = spec_or_path if isinstance(spec_or_path, MixSpec) else load_mix(spec_or_path)
     where = f"mix {spec.path or spec.name}"
-    paths = [(spec.base_dir / s.manifest) for s in spec.sources]
-    missing = [f"sources[{i}].manifest {s.manifest} (looked at {p.resolve()})"
-               for i, (s, p) in enumerate(zip(spec.sources, paths)) if not p.is_file()]
+    paths = [fs.absolute(str(s.manifest), str(spec.base_dir)) for s in spec.sources]   # URIs as they are
+    missing = [f"sources[{i}].manifest {s.manifest} (looked at {p})"
+               for i, (s, p) in enumerate(zip(spec.sources, paths)) if not fs.is_file(p)]
     if missing:
         raise SpecError(f"{where}: source manifest(s) not found: " + "; ".join(missing) +
                         ". Run the job that writes them (e.g. `datapipe run jobs/sample.yaml`) or fix the "

@@ -106,7 +106,15 @@ def _need(obj: dict, key: str, where: str, kind: type | tuple[type, ...]) -> Any
 
 
 def load_manifest(path: str | os.PathLike) -> SourceManifest:
-    """Parse and check a source manifest; errors name the file and the field."""
+    """Parse and check a source manifest; errors name the file and the field. A manifest
+    on an object store (``s3://...``) is read from a local copy of its folder, cached by
+    content (the loader memory-maps shards); either way an enclosing job output must be
+    complete (``_SUCCESS`` agreeing with its manifest)."""
+    from datapipe.commit import local_for_reading
+    from datapipe.fs import exists
+
+    if exists(str(path)):
+        path = local_for_reading(str(path))
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"source manifest {path} not found: run the job that writes these "
