@@ -15,12 +15,12 @@ is settled well before its end and the cost grows with the length.
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 
+from datapipe import fs
 from datapipe import fasttext_compat
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
@@ -44,7 +44,7 @@ class LangIdConfig(StageConfig):
         if not self.model:
             raise SpecError("langid: 'model' is required: the local path of a fastText model such as "
                             "{shared}/models/lid.176.ftz")
-        if not os.path.isfile(self.model):
+        if not fs.is_file(self.model):
             raise SpecError(f"langid: model file {self.model!r} not found; give the local path of a fastText "
                             "language-ID model (e.g. {shared}/models/lid.176.ftz); nothing is downloaded")
         if not 0.0 <= self.min_score <= 1.0:

@@ -47,3 +47,17 @@ def test_commit_on_s3_publishes_and_replaces(bucket):
     fs.write_text(fs.join(out, "manifest.json"), "{}")
     with pytest.raises(JobError, match="modified after it was committed"):
         commit.trusted_status(out)
+
+
+def test_fasttext_model_on_s3_is_cached_by_content(bucket, shared_dir, tmp_path, monkeypatch):
+    from datapipe import fasttext_compat
+
+    monkeypatch.setenv("DATAPIPE_CACHE", str(tmp_path / "cache"))
+    local = shared_dir / "models" / "lid.176.ftz"
+    uri = f"{bucket}/models/lid.176.ftz"
+    fs.write_bytes(uri, local.read_bytes())
+    texts = ["the weather is fine today", "das Wetter ist heute schön"]
+    want = fasttext_compat.predict(fasttext_compat.load(str(local)), texts)[0]
+    assert fasttext_compat.predict(fasttext_compat.load(uri), texts)[0] == want == [["en"], ["de"]]
+    cached = fs.local_copy(uri)
+    assert cached.startswith(str(tmp_path / "cache")) and open(cached, "rb").read() == local.read_bytes()
