@@ -607,20 +607,33 @@ def local_copy(uri: str, storage: StorageOptions | None = None, *, sha256_hex: s
 
 
 def local_tree(uri: str, storage: StorageOptions | None = None) -> str:
-    """A local folder with the files below ``uri`` (each cached by :func:`local_copy`)."""
+    """A local folder with the files below ``uri``: local paths as they are; a remote
+    folder downloaded once into the cache, keyed by one listing (every object's path,
+    size and mtime), so a warm open costs one LIST request."""
     if is_local(uri):
         return local_path(uri)
-    files = list_files(uri, storage)
-    key = hashlib.sha256("\0".join(f"{f}:{stat(f, storage).size}" for f in files).encode()).hexdigest()
-    dest = os.path.join(cache_dir(storage), "trees", key)
-    if not os.path.isdir(dest):
-        os.makedirs(os.path.dirname(dest), exist_ok=True)
-        tmp = tempfile.mkdtemp(prefix=".tree-", dir=os.path.dirname(dest))
-        for f in files:
-            target = os.path.join(tmp, relative(f, uri))
+    fs, path = resolve(uri, storage)
+    infos = sorted((i for i in fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+                    if i.type == pafs.FileType.File), key=lambda i: i.path)
+    if not infos:
+        raise FileNotFoundError(f"{uri}: no objects under this prefix")
+    listing = "\0".join(f"{_uri(uri, i.path)}:{i.size}:{i.mtime_ns}" for i in infos)
+    dest = os.path.join(cache_dir(storage), "trees", hashlib.sha256(listing.encode()).hexdigest())
+    if os.path.isdir(dest):
+        return dest
+    os.makedirs(os.path.dirname(dest), exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tree-", dir=os.path.dirname(dest))
+    try:
+        for i in infos:
+            target = os.path.join(tmp, relative(_uri(uri, i.path), uri))
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            shutil.copyfile(local_copy(f, storage), target)
+            with fs.open_input_stream(i.path) as src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out, _BUFFER)
         os.replace(tmp, dest)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    log.info("cached %s -> %s", uri, dest)
     return dest
 
 
