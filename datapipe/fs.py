@@ -343,13 +343,15 @@ def stat(uri: str, storage: StorageOptions | None = None) -> FileStat:
     return FileStat(int(info.size), info.mtime_ns)
 
 
-def list_files(uri: str, storage: StorageOptions | None = None) -> list[str]:
-    """Every file below folder ``uri``, sorted; local symlinks followed without looping,
-    each real file once (first path in sorted order)."""
+def list_files(uri: str, storage: StorageOptions | None = None, *, max_depth: int | None = None) -> list[str]:
+    """Every file below folder ``uri`` (at most ``max_depth`` folders down), sorted; local
+    symlinks followed without looping, each real file once (first path in sorted order)."""
     if is_local(uri):
-        return _walk_local(local_path(uri))
+        return _walk_local(local_path(uri), max_depth)
     fs, path = resolve(uri, storage)
-    infos = fs.get_file_info(pafs.FileSelector(path, recursive=True, allow_not_found=True))
+    # pyarrow's selector has no depth limit: one level, or everything (callers filter)
+    sel = pafs.FileSelector(path, recursive=max_depth is None or max_depth > 0, allow_not_found=True)
+    infos = fs.get_file_info(sel)
     return sorted(_uri(uri, i.path) for i in infos if i.type == pafs.FileType.File)
 
 
@@ -363,10 +365,11 @@ def list_dir(uri: str, storage: StorageOptions | None = None) -> list[str]:
     return sorted(i.base_name for i in infos)
 
 
-def _walk_local(root: str) -> list[str]:
+def _walk_local(root: str, max_depth: int | None = None) -> list[str]:
     seen_dirs: set[str] = set()
     seen_files: set[str] = set()
     out = []
+    base = root.rstrip(os.sep).count(os.sep)
     for folder, dirs, files in os.walk(root, followlinks=True):
         real = os.path.realpath(folder)
         if real in seen_dirs:
@@ -375,6 +378,8 @@ def _walk_local(root: str) -> list[str]:
         seen_dirs.add(real)
         dirs.sort()
         dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(folder, d)) not in seen_dirs]
+        if max_depth is not None and folder.rstrip(os.sep).count(os.sep) - base >= max_depth:
+            dirs[:] = []
         for name in sorted(files):
             p = os.path.join(folder, name)
             if os.path.isfile(p):
@@ -437,8 +442,10 @@ def glob(pattern: str, storage: StorageOptions | None = None) -> list[str]:
     rx = _pattern_regex(rel_pattern)
     if (is_local(root) and not os.path.isdir(local_path(root))) or (not is_local(root) and not is_dir(root, storage)):
         return []
+    segments = [p for p in rel_pattern.split("/") if p]
+    depth = None if "**" in segments else len(segments) - 1
     out = []
-    for f in list_files(root, storage):
+    for f in list_files(root, storage, max_depth=depth):
         rel = relative(f, root)
         if is_local(root):
             rel = rel.replace(os.sep, "/")

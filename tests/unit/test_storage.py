@@ -189,3 +189,14 @@ def test_object_store_error_is_one_line_and_exit_2(tmp_path, s3_server):
     assert proc.returncode == 2, proc.stderr
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("datapipe: error: ") and "no-such-bucket" in lines[0], proc.stderr
+
+
+def test_glob_depth_and_hidden_names(tmp_path):
+    for rel in ("a.jsonl", "x/b.jsonl", "x/y/c.jsonl", ".h.jsonl", "x/.h/d.jsonl"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("{}\n")
+    names = lambda pat: [os.path.relpath(p, tmp_path) for p in fs.glob(str(tmp_path / pat))]  # noqa: E731
+    assert names("*.jsonl") == ["a.jsonl"]
+    assert names("*/*.jsonl") == ["x/b.jsonl"]
+    assert names("**/*.jsonl") == ["a.jsonl", "x/b.jsonl", "x/y/c.jsonl"]
+    assert names("x/**/*.jsonl") == ["x/b.jsonl", "x/y/c.jsonl"]
