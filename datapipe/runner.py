@@ -371,13 +371,13 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     # folder itself for a local output, else a temporary one uploaded before publishing
     scratch = Path(run.staging) if fs.is_local(out) else Path(tempfile.mkdtemp(prefix="datapipe-scratch-"))
     try:
-        return _run_staged(job, run, scratch, job_hash, echo)
+        result = _run_staged(job, run, scratch, job_hash, echo)
     except BaseException:
-        run.abort()
+        run.release()   # nothing committed; staging stays for inspection, the next run removes it
         raise
-    finally:
-        if not fs.is_local(out):
-            shutil.rmtree(scratch, ignore_errors=True)
+    if not fs.is_local(out):
+        shutil.rmtree(scratch, ignore_errors=True)
+    return result
 
 
 def _run_staged(job: JobSpec, run: OutputRun, staging: Path, job_hash: str,
