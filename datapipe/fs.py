@@ -180,8 +180,6 @@ def check_scheme(uri: str, *, where: str) -> None:
         if not hasattr(pafs, "S3FileSystem"):
             raise SpecError(f"{where}: {uri!r} needs S3 support, but this pyarrow was built without it; "
                             "install a pyarrow wheel from PyPI (pip install 'pyarrow>=15')")
-        if not _bucket_key(uri)[1]:
-            raise SpecError(f"{where}: {uri!r} is a whole bucket; name a prefix inside it, e.g. {uri.rstrip('/')}/run1")
         return
     if s in ("gs", "gcs") and hasattr(pafs, "GcsFileSystem"):
         return
@@ -194,6 +192,14 @@ def check_scheme(uri: str, *, where: str) -> None:
     except (ImportError, ValueError) as exc:
         raise SpecError(f"{where}: no filesystem library serves {s}:// ({uri!r}): {exc}. Use a local path, "
                         "s3://, gs:// or hdfs://, or install the fsspec implementation for that scheme") from None
+
+
+def check_output(uri: str, *, where: str) -> None:
+    """:func:`check_scheme`, and an output on an object store must be a prefix inside a
+    bucket (its lock and staging folders are siblings of it)."""
+    check_scheme(uri, where=where)
+    if not is_local(uri) and not _bucket_key(uri)[1]:
+        raise SpecError(f"{where}: {uri!r} is a whole bucket; name a prefix inside it, e.g. {uri.rstrip('/')}/run1")
 
 
 def _bucket_key(uri: str) -> tuple[str, str]:

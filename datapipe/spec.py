@@ -325,13 +325,13 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
     storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
     if output is not None:  # from the command line: relative to where the user is
-        fs.check_scheme(output, where="--output")
+        fs.check_output(output, where="--output")
         out = output if not fs.is_local(output) else str(Path(fs.local_path(output)).resolve())
     else:
         out = raw["output"]
         if not isinstance(out, str) or not out:
             raise SpecError(f"{path}: 'output' must be a folder path or URI")
-        fs.check_scheme(out, where=f"{path}: output")
+        fs.check_output(out, where=f"{path}: output")
         out = fs.absolute(out, str(spec_dir))
         if fs.is_local(out):
             out = str(Path(out).resolve())
