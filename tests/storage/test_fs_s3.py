@@ -26,8 +26,9 @@ def test_fs_roundtrip_glob_and_delete(bucket):
     assert fs.list_files(root) == [f"{root}/a/.hidden.jsonl", f"{root}/a/x.jsonl"]
 
 
-def test_commit_on_s3_publishes_and_replaces(bucket):
-    out = fs.join(bucket, "runs/one")
+@pytest.mark.parametrize("prefix", ["runs/one", "top"])   # "top": lock and staging at the bucket root
+def test_commit_on_s3_publishes_and_replaces(bucket, prefix):
+    out = fs.join(bucket, prefix)
     for content in (b"old", b"new"):
         run = commit.OutputRun.begin(out)
         with pytest.raises(SpecError, match=r"being written by run .*host .*pid"):
