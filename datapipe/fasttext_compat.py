@@ -13,14 +13,19 @@ from typing import Sequence
 
 import numpy as np
 
+from datapipe import fs
+
 log = logging.getLogger(__name__)
 
 
 def load(path: str | os.PathLike):
-    """Load a fastText model from a local path (nothing is downloaded)."""
+    """Load a fastText model from a local path, or from a URI (``s3://...``) through a local
+    copy cached by content (fastText reads only local files)."""
     import fasttext
 
     path = os.fspath(path)
+    if fs.scheme(path) is not None and fs.is_file(path):
+        path = fs.local_copy(path)
     if not os.path.isfile(path):
         from datapipe.errors import SpecError
 

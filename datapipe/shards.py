@@ -721,8 +721,11 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cli_verify(args: argparse.Namespace) -> int:
-    problems = verify_shards(args.dir)
-    n = len(manifest_paths(args.dir))
+    from datapipe.commit import local_for_reading
+
+    local = local_for_reading(args.dir)   # URIs: checked for _SUCCESS, then cached locally
+    problems = verify_shards(local)
+    n = len(manifest_paths(local))
     for p in problems:
         print(p)
     if problems:
@@ -733,9 +736,12 @@ def _cli_verify(args: argparse.Namespace) -> int:
 
 
 def _cli_inspect(args: argparse.Namespace) -> int:
-    if not manifest_paths(args.dir):
+    from datapipe.commit import local_for_reading
+
+    local = local_for_reading(args.dir)
+    if not manifest_paths(local):
         print(f"{args.dir}: no {MANIFEST} here or in its subfolders")
         return 1
-    report = inspect_shards(args.dir, tokenizer=args.tokenizer, excerpt_tokens=args.excerpt_tokens)
+    report = inspect_shards(local, tokenizer=args.tokenizer, excerpt_tokens=args.excerpt_tokens)
     print(json.dumps(report, indent=2, ensure_ascii=False) if args.json else format_inspect(report))
     return 0

@@ -29,7 +29,6 @@ directory of the process that runs the job.
 from __future__ import annotations
 
 import contextlib
-import glob
 import hashlib
 import json
 import os
@@ -40,12 +39,15 @@ from pathlib import Path
 from typing import Any, Literal
 
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, Stage, StageConfig
 
-TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards"}
+TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards", "storage"}
+# characters that cannot appear in a source name: it names a folder (source=<name>) and a shard file
+_BAD_NAME_CHARS = set('/\\=:*?"<>|') | {chr(c) for c in range(32)}
 SOURCE_KEYS = {"name", "format", "paths", "options"}
 
 
@@ -143,6 +145,7 @@ class JobSpec:
     execution: ExecutionSpec = field(default_factory=ExecutionSpec)
     output_options: OutputSpec = field(default_factory=OutputSpec)
     shards: Any = None              # datapipe.shards.ShardOptions when a tokenize stage runs
+    storage: fs.StorageOptions = fs.DEFAULT   # how URIs are reached; never hashed (may name a profile)
 
     def tokenize_stage(self) -> StageSpec | None:
         """The stage that produces ``tokens`` (its config names the tokenizer), if any."""
@@ -185,9 +188,11 @@ class JobSpec:
         for s in self.sources:
             for f in s.files:
                 try:
-                    h.update(f"{s.name}/{f.rel}\0{os.stat(f.path).st_mtime_ns}\0".encode())
+                    stamp = fs.stat(f.path, self.storage).mtime_ns
                 except OSError:
-                    h.update(f"{s.name}/{f.rel}\0missing\0".encode())
+                    stamp = "missing"
+                # file names need not be valid UTF-8: hash their bytes as the OS gave them
+                h.update(f"{s.name}/{f.rel}\0{stamp}\0".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
 
@@ -197,12 +202,11 @@ _SECRET_KEYS = frozenset({"key", "secret", "password", "token", "api_key", "acce
 def _content_hash(path: str) -> str:
     """blake2b of a file's bytes, or of a folder's relative paths and file bytes."""
     h = hashlib.blake2b(digest_size=16)
-    files = [path] if os.path.isfile(path) else sorted(str(p) for p in Path(path).rglob("*") if p.is_file())
+    files = [path] if fs.is_file(path) else fs.list_files(path)
     for f in files:
-        h.update(os.path.relpath(f, path).encode() + b"\0")
-        with open(f, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
+        h.update((fs.relative(f, path) if f != path else ".").encode("utf-8", "surrogateescape") + b"\0")
+        for chunk in fs.iter_chunks(f):
+            h.update(chunk)
     return h.hexdigest()
 
 
@@ -214,10 +218,13 @@ def _portable(value: Any, key: str) -> Any:
     if isinstance(value, str):
         if k in _SECRET_KEYS or k.endswith(("_secret", "_password")):
             return "blake2b:" + hashlib.blake2b(value.encode(), digest_size=8, person=b"dp-secret").hexdigest()
-        if os.path.isabs(value):
-            if k.endswith("_out") or not os.path.exists(value):
-                return os.path.basename(os.path.normpath(value))
-            return f"{os.path.basename(os.path.normpath(value))}#{_content_hash(value)}"
+        if os.path.isabs(value) or fs.scheme(value) is not None:
+            try:
+                if k.endswith("_out") or not fs.exists(value):
+                    return fs.basename(value)
+                return f"{fs.basename(value)}#{_content_hash(value)}"
+            except (OSError, SpecError):
+                return fs.basename(value)
         return value
     if isinstance(value, list):
         return [_portable(v, key) for v in value]
@@ -238,50 +245,60 @@ def _expand(value: Any, subs: dict[str, str]) -> Any:
     return value
 
 
-def _glob_root(pattern: str) -> str:
-    """The folder a pattern is anchored at (ids and origins are relative to it): the
-    part before the first wildcard, the folder itself, or a file's parent."""
-    if glob.has_magic(pattern):
-        fixed = []
-        for part in Path(pattern).parts:
-            if glob.has_magic(part):
-                break
-            fixed.append(part)
-        return str(Path(*fixed)) if fixed else "."
-    return pattern if os.path.isdir(pattern) else os.path.dirname(pattern)
+def _common_root(roots: list[str]) -> str:
+    if all(fs.is_local(r) for r in roots):
+        return os.path.commonpath([os.path.abspath(r) for r in roots])
+    if len({fs.scheme(r) for r in roots}) != 1:
+        return roots[0]
+    parts = [r.rstrip("/").split("/") for r in roots]
+    common = []
+    for segs in zip(*parts):
+        if len(set(segs)) != 1:
+            break
+        common.append(segs[0])
+    return "/".join(common)
 
 
-def _resolve_files(patterns: list[str], *, base: Path, where: str) -> tuple[list[Any], str]:
+def _resolve_files(patterns: list[str], *, base: Path, where: str,
+                   storage: fs.StorageOptions = fs.DEFAULT) -> tuple[list[Any], str]:
+    """Input files of a source: globs (``**`` at any depth), folders (every file below),
+    files; local paths relative to ``base``. A file reached twice (two patterns, or a
+    symlink) is read once; a symlink loop is walked once."""
     from datapipe.readers import InputFile
 
-    seen: dict[str, Any] = {}
+    seen: dict[str, str] = {}
     roots = []
     for pat in patterns:
         if not isinstance(pat, str) or not pat:
             raise SpecError(f"{where}: each entry of 'paths' must be a non-empty string, got {pat!r}")
-        full = pat if os.path.isabs(pat) else str(base / pat)
-        if glob.has_magic(full):
-            matches = sorted(glob.glob(full, recursive=True))
-            matches = [m for m in matches if os.path.isfile(m)]
-            if not matches:
-                raise SpecError(f"{where}: path pattern {pat!r} matches no files (looked for {full})")
-        elif os.path.isdir(full):
-            matches = sorted(str(p) for p in Path(full).rglob("*") if p.is_file())
-            if not matches:
-                raise SpecError(f"{where}: folder {full} is empty")
-        elif os.path.isfile(full):
-            matches = [full]
-        else:
-            raise SpecError(f"{where}: input file not found: {full}")
-        roots.append(_glob_root(full))
+        fs.check_scheme(pat, where=f"{where}: paths")
+        full = fs.absolute(pat, str(base))
+        try:
+            if fs.has_magic(full):
+                matches = fs.glob(full, storage)
+                if not matches:
+                    raise SpecError(f"{where}: path pattern {pat!r} matches no files (looked for {full})")
+                root = fs.glob_root(full)
+            elif fs.is_dir(full, storage):
+                matches = fs.list_files(full, storage)
+                if not matches:
+                    raise SpecError(f"{where}: folder {full} is empty")
+                root = full
+            elif fs.is_file(full, storage):
+                matches, root = [full], fs.parent(full)
+            else:
+                raise SpecError(f"{where}: input file not found: {full}")
+        except OSError as exc:
+            raise SpecError(f"{where}: cannot list {full}: {exc}") from None
+        roots.append(root)
         for m in matches:
-            seen.setdefault(os.path.abspath(m), None)
-    root = os.path.commonpath([os.path.abspath(r) for r in roots]) if roots else str(base)
-    if os.path.isfile(root):
+            seen.setdefault(fs.real_key(m), m)
+    root = _common_root(roots) if roots else str(base)
+    if fs.is_local(root) and os.path.isfile(root):
         root = os.path.dirname(root)
     files = []
-    for p in sorted(seen):
-        files.append(InputFile(path=p, rel=os.path.relpath(p, root), size=os.path.getsize(p)))
+    for p in sorted(seen.values()):
+        files.append(InputFile(path=p, rel=fs.relative(p, root), size=fs.stat(p, storage).size, storage=storage))
     return files, root
 
 
@@ -298,6 +315,19 @@ def _shared_hint(entry: Any, shared: str):
                   else "the default <spec folder>/../../shared; set DATAPIPE_SHARED to the shared data folder")
         missing = "" if os.path.isdir(shared) else " (that folder does not exist)"
         raise SpecError(f"{exc} [{{shared}} = {shared}{missing}, from {origin}]") from None
+
+
+def _check_source_name(sname: Any, names: set[str], where: str) -> None:
+    """A source names a folder (``source=<name>``) and shard files: it must be usable as one."""
+    if not isinstance(sname, str) or not sname:
+        raise SpecError(f"{where}: 'name' must be a non-empty string, got {sname!r}")
+    if sname in names:
+        raise SpecError(f"{where}: source name {sname!r} is used twice; names must be unique")
+    bad = sorted({c for c in sname if c in _BAD_NAME_CHARS or c.isspace()})
+    if sname in (".", "..") or sname.startswith(".") or bad:
+        raise SpecError(f"{where}: source name {sname!r} cannot name a folder"
+                        + (f" (it contains {''.join(bad)!r})" if bad else " (it starts with '.')")
+                        + "; use letters, digits, '_' and '-', e.g. 'web_en'")
 
 
 def default_shared(spec_dir: Path) -> str:
@@ -333,13 +363,18 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         raise SpecError(f"{path}: 'on_error' must be 'skip' or 'fail', got {on_error!r}")
     execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
+    storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
     if output is not None:  # from the command line: relative to where the user is
-        out = str(Path(output).resolve())
+        fs.check_output(output, where="--output")
+        out = output if not fs.is_local(output) else str(Path(fs.local_path(output)).resolve())
     else:
         out = raw["output"]
         if not isinstance(out, str) or not out:
-            raise SpecError(f"{path}: 'output' must be a folder path")
-        out = str((spec_dir / out).resolve()) if not os.path.isabs(out) else out
+            raise SpecError(f"{path}: 'output' must be a folder path or URI")
+        fs.check_output(out, where=f"{path}: output")
+        out = fs.absolute(out, str(spec_dir))
+        if fs.is_local(out):
+            out = str(Path(out).resolve())
 
     if not isinstance(raw["sources"], list) or not raw["sources"]:
         raise SpecError(f"{path}: 'sources' must be a non-empty list")
@@ -356,8 +391,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
             if key not in src:
                 raise SpecError(f"{where}: missing required key {key!r}")
         sname = src["name"]
-        if not isinstance(sname, str) or not sname or "/" in sname or sname in names:
-            raise SpecError(f"{where}: 'name' must be a unique non-empty string without '/', got {sname!r}")
+        _check_source_name(sname, names, where)
         names.add(sname)
         where = f"{path}: source {sname!r}"
         fmt = src["format"]
@@ -370,7 +404,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
         options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
         with _shared_hint(unexpanded["sources"][i], subs["shared"]):
-            files, root = _resolve_files(paths, base=spec_dir, where=where)
+            files, root = _resolve_files(paths, base=spec_dir, where=where, storage=storage)
         sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), patterns=tuple(paths),
                                   options=options, root=root))
 
@@ -413,9 +447,10 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     if "shards" in raw and not tokenizing:
         raise SpecError(f"{path}: 'shards' is set but no stage produces tokens; add a 'tokenize' stage or remove 'shards'")
     shards = build(ShardOptions, raw.get("shards"), where=f"{path}: shards") if tokenizing else None
-    _check_output_is_safe(Path(out), spec_dir, sources, path)
+    _check_output_is_safe(out, spec_dir, sources, path, storage)
     job = JobSpec(name=name, path=str(path), output=out, on_error=on_error, sources=tuple(sources),
-                  stages=tuple(stages), execution=execution, output_options=output_options, shards=shards)
+                  stages=tuple(stages), execution=execution, output_options=output_options, shards=shards,
+                  storage=storage)
     check_chain(job)
     return job
 
@@ -446,14 +481,25 @@ def _long_form(entry: dict, path: Path, i: int, names: set[str]) -> tuple[list[s
     return only, instance
 
 
-def _check_output_is_safe(out: Path, spec_dir: Path, sources: list[SourceSpec], path: Path) -> None:
-    """The output folder is replaced wholesale on --force: it must not hold the spec or inputs."""
-    out = out.resolve()
-    protected = [spec_dir] + [Path(s.root).resolve() for s in sources]
-    for p in protected:
-        if p == out or out in p.parents:
-            raise SpecError(f"{path}: output {out} contains {p} (the spec or a source's files); "
-                            "choose a separate output folder")
+def _check_output_is_safe(out: str, spec_dir: Path, sources: list[SourceSpec], path: Path,
+                          storage: fs.StorageOptions) -> None:
+    """The output folder is replaced wholesale on --force: it must not hold the spec or
+    any input, nor lie inside a source's folder or glob root (the job would read its own
+    previous output), nor be an existing file."""
+    where = f"{path}: output {out}"
+    try:
+        if fs.is_file(out, storage):
+            raise SpecError(f"{where} is an existing file; choose a folder path (it will hold documents/, "
+                            "rejects/, shards/ and manifest.json)")
+    except OSError as exc:
+        raise SpecError(f"{where}: cannot reach it: {exc}") from None
+    for p in [str(spec_dir)] + [s.root for s in sources]:
+        if fs.is_inside(p, out):
+            raise SpecError(f"{where} contains {p} (the spec or a source's files); choose a separate output folder")
+    for s in sources:
+        if fs.is_inside(out, s.root):
+            raise SpecError(f"{where} lies inside {s.root}, the folder source {s.name!r} reads from; a re-run "
+                            "would read its own output. Choose an output outside every input folder")
 
 
 def reader_for_source(job: JobSpec, src: SourceSpec):

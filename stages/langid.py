@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 
+from datapipe import fs
 from datapipe import fasttext_compat
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
@@ -68,7 +69,7 @@ class LangIdConfig(StageConfig):
             object.__setattr__(self, "model", packaged_model_path())
         if not isinstance(self.model, str) or not self.model:
             raise SpecError(f"langid: 'model' must be a file path or null (the packaged lid.176), got {self.model!r}")
-        if not os.path.isfile(self.model):
+        if not fs.is_file(self.model):
             raise SpecError(f"langid: model file {self.model!r} not found; give the local path of a fastText "
                             "language-ID model, or model: null for the packaged lid.176; nothing is downloaded")
         if not 0.0 <= self.min_score <= 1.0:

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.lm.card import read_card
@@ -69,7 +70,7 @@ class PerplexityConfig(StageConfig):
             raise SpecError("perplexity: give `model` (a KenLM .arpa/.binary from `datapipe lm train`) "
                             "or `models: {lang: path}`")
         for lang, path in models.items():
-            if not os.path.isfile(path):
+            if not fs.is_file(path):
                 raise SpecError(f"perplexity.models[{lang}]: {path} not found; train it with "
                                 f"`datapipe lm train --input <reference text> --out {path}` (docs/quality.md)")
         object.__setattr__(self, "models", models)

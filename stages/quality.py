@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 from dataclasses import dataclass
 from typing import Literal
 
@@ -42,6 +41,7 @@ import numpy as np
 import pyarrow as pa
 import xxhash
 
+from datapipe import fs
 from datapipe import fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
@@ -90,7 +90,7 @@ class QualityConfig(StageConfig):
     def __post_init__(self) -> None:
         if self.mode is None:
             object.__setattr__(self, "mode", "top_fraction" if self.top_fraction is not None else "threshold")
-        if not os.path.isfile(self.model):
+        if not fs.is_file(self.model):
             raise SpecError(f"quality.model: {self.model} not found; train it with `datapipe quality train "
                             f"--positive ... --negative ... --out {self.model}` (docs/quality.md)")
         if not 0.0 <= self.threshold <= 1.0:

@@ -1,4 +1,5 @@
-"""Session fixtures: the shared data directory and one local Ray for the whole session."""
+"""Session fixtures: the shared data directory, one local Ray for the whole session, and a
+real S3 API server on loopback (moto in server mode) for the storage tests."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
+import uuid
 from pathlib import Path
 
 import pytest
@@ -120,3 +123,52 @@ def ray_session(ray_cluster):
     # disconnect before the cluster is stopped: a driver whose raylet dies exits the
     # process, which would end pytest before it reports
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def s3_server(tmp_path_factory):
+    """``{"endpoint": "http://127.0.0.1:<port>"}``; the AWS_* variables of this process
+    point at it (dummy credentials: moto accepts any)."""
+    port = _free_port()
+    log = tmp_path_factory.mktemp("moto") / "server.log"
+    with open(log, "wb") as fh:
+        proc = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                                stdout=fh, stderr=subprocess.STDOUT)
+    try:
+        deadline = time.time() + 60
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if proc.poll() is not None or time.time() > deadline:
+                    pytest.fail(f"moto server did not start: {log.read_text()[-2000:]}", pytrace=False)
+                time.sleep(0.2)
+        endpoint = f"http://127.0.0.1:{port}"
+        env = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing",
+               "AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1"}
+        old = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        yield {"endpoint": endpoint, "env": env}
+    finally:
+        for k, v in locals().get("old", {}).items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+@pytest.fixture
+def bucket(s3_server) -> str:
+    """A fresh bucket; returns ``s3://<name>``."""
+    import boto3
+
+    name = f"dp-{uuid.uuid4().hex[:12]}"
+    boto3.client("s3", endpoint_url=s3_server["endpoint"], region_name="us-east-1",
+                 aws_access_key_id="testing", aws_secret_access_key="testing").create_bucket(Bucket=name)
+    return f"s3://{name}"

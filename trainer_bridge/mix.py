@@ -34,6 +34,7 @@ from typing import Any, Sequence
 import numpy as np
 import yaml
 
+from datapipe import fs
 from datapipe.errors import DatapipeError, SpecError
 from datapipe.megatron import SourceManifest, load_manifest
 from trainer_bridge.order import FEISTEL_ROUNDS, Interleave, epoch_keys, half_bits, permute_many, rational_weights
@@ -368,6 +369,15 @@ class MixPlan:
                           token_budget=self.spec.token_budget, samples=n, rows=tuple(rows), warnings=tuple(warnings))
 
 
+def _load_source_manifest(uri: str) -> SourceManifest:
+    """A source manifest, trusted only when an enclosing job output is complete
+    (``_SUCCESS`` agreeing with its manifest); one on an object store is read from a
+    local copy of its folder cached by content (the loader memory-maps shards)."""
+    from datapipe.commit import local_for_reading
+
+    return load_manifest(local_for_reading(uri))
+
+
 def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> MixPlan:
     """Open every source of a mix and check that they can be mixed and the budget fits.
 
@@ -376,14 +386,14 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
     loader checks content itself by default (:class:`~trainer_bridge.loader.LoaderConfig`)."""
     spec = spec_or_path if isinstance(spec_or_path, MixSpec) else load_mix(spec_or_path)
     where = f"mix {spec.path or spec.name}"
-    paths = [(spec.base_dir / s.manifest) for s in spec.sources]
-    missing = [f"sources[{i}].manifest {s.manifest} (looked at {p.resolve()})"
-               for i, (s, p) in enumerate(zip(spec.sources, paths)) if not p.is_file()]
+    paths = [fs.absolute(str(s.manifest), str(spec.base_dir)) for s in spec.sources]   # URIs as they are
+    missing = [f"sources[{i}].manifest {s.manifest} (looked at {p})"
+               for i, (s, p) in enumerate(zip(spec.sources, paths)) if not fs.is_file(p)]
     if missing:
         raise SpecError(f"{where}: source manifest(s) not found: " + "; ".join(missing) +
                         ". Run the job that writes them (e.g. `datapipe run jobs/sample.yaml`) or fix the "
                         "paths (they are relative to the mix file)")
-    manifests = [load_manifest(p) for p in paths]
+    manifests = [_load_source_manifest(p) for p in paths]
     names = [m.source for m in manifests]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -13,6 +13,7 @@ import json
 import os
 from typing import Any
 
+from datapipe import fs
 from datapipe.errors import SpecError
 
 _MODEL_EXTS = (".bin", ".ftz", ".arpa", ".binary", ".klm", ".gz")
@@ -41,14 +42,13 @@ def write_card(model_path: str | os.PathLike, card: dict[str, Any]) -> str:
 def read_card(model_path: str | os.PathLike, *, required: bool = False) -> dict[str, Any] | None:
     """The card of ``model_path``, or None when there is none and it is not ``required``."""
     path = card_path(model_path)
-    if not os.path.isfile(path):
+    if not fs.is_file(path):
         if required:
             raise SpecError(f"model card {path} not found beside {os.fspath(model_path)}; "
                             "train the model with datapipe (it writes the card) or drop the "
                             "option that needs it")
         return None
-    with open(path, encoding="utf-8") as f:
-        try:
-            return json.load(f)
-        except ValueError as e:
-            raise SpecError(f"model card {path} is not valid JSON: {e}") from None
+    try:
+        return json.loads(fs.read_text(path))
+    except ValueError as e:
+        raise SpecError(f"model card {path} is not valid JSON: {e}") from None

@@ -14,6 +14,7 @@ from typing import Iterable
 
 import numpy as np
 
+from datapipe import fs
 from datapipe.errors import SpecError
 from datapipe.textnorm import TextNorm
 
@@ -24,6 +25,8 @@ def load_kenlm(path: str | os.PathLike):
     import kenlm
 
     path = os.fspath(path)
+    if fs.scheme(path) is not None and fs.is_file(path):
+        path = fs.local_copy(path)   # KenLM reads local files only: a copy cached by content
     if not os.path.isfile(path):
         raise SpecError(f"KenLM model not found: {path} (train one with `datapipe lm train`)")
     return kenlm.Model(path)

@@ -1,8 +1,12 @@
 """Opening input files as decompressed binary streams, and the file-level error type.
 
-Compression is chosen by extension (``.gz``, ``.zst``/``.zstd``) and, for any other
-name, by the file's magic bytes, so ``data.jsonl`` that is really gzip still reads.
-Decompression is streamed; nothing reads a whole file into memory.
+Compression is chosen by extension (``.gz``, ``.zst``/``.zstd``, ``.bz2``, ``.xz``) and,
+for any other name, by the file's magic bytes, so ``data.jsonl`` that is really gzip
+still reads. A compression datapipe cannot read (``.lz4``, ``.zip``, ``.7z``, ``.br``,
+``.Z``, or those magic bytes) is a per-file ``read:unsupported_compression`` error, never
+garbage text. Decompression is streamed; nothing reads a whole file into memory. Files
+are opened through :mod:`datapipe.fs`, so every reader reads ``s3://`` and friends too
+(ranged reads: a split of a large object reads only its part).
 
 The standard ``zstandard`` stream readers end quietly on a truncated frame, which would
 turn a cut-off file into silently missing documents. :class:`_ZstdRaw` feeds the
@@ -12,15 +16,26 @@ input ends inside a frame.
 
 from __future__ import annotations
 
+import bz2
 import gzip
 import io
+import lzma
 import zlib
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 import zstandard
 
+from datapipe import fs
+
 GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
+BZ2_MAGIC = b"BZh"
+XZ_MAGIC = b"\xfd7zXZ\x00"
+_EXTENSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
+_UNSUPPORTED_EXT = {".lz4": "lz4", ".zip": "zip", ".7z": "7z", ".br": "brotli", ".z": "compress (.Z)",
+                    ".lzma": "lzma-alone", ".lzo": "lzo", ".sz": "snappy"}
+_UNSUPPORTED_MAGIC = {b"\x04\x22\x4d\x18": "lz4", b"PK\x03\x04": "zip", b"7z\xbc\xaf": "7z",
+                      b"\x1f\x9d": "compress (.Z)"}
 
 # Compressed bytes handed to the zstd decompressor per call. Small, because one call's
 # output is unbounded (a highly compressible frame can expand ~30000x).
@@ -42,23 +57,36 @@ class FileCorrupt(Exception):
         self.detail = detail
         self.offset = offset
 
+    def __reduce__(self):  # picklable across Ray workers
+        return (type(self), (self.reason, self.detail, self.offset))
 
-def compression_of(path: str) -> str | None:
-    """``"gzip"``, ``"zstd"`` or ``None`` (plain), from the extension, else the magic bytes."""
+
+def compression_of(path: str, storage: Any = None) -> str | None:
+    """``"gzip"``, ``"zstd"``, ``"bz2"``, ``"xz"`` or ``None`` (plain), from the extension,
+    else the magic bytes; ``"unsupported:<what>"`` for a compression datapipe cannot read."""
     low = path.lower()
-    if low.endswith(".gz"):
-        return "gzip"
-    if low.endswith((".zst", ".zstd")):
-        return "zstd"
+    for ext, comp in _EXTENSIONS.items():
+        if low.endswith(ext):
+            return comp
+    for ext, what in _UNSUPPORTED_EXT.items():
+        if low.endswith(ext):
+            return f"unsupported:{what}"
     try:
-        with open(path, "rb") as fh:
-            head = fh.read(4)
+        with fs.open_input(path, storage) as fh:
+            head = fh.read(6)
     except OSError:
         return None  # the real open reports it
     if head.startswith(GZIP_MAGIC):
         return "gzip"
-    if head == ZSTD_MAGIC:
+    if head.startswith(ZSTD_MAGIC):
         return "zstd"
+    if head.startswith(XZ_MAGIC):
+        return "xz"
+    if head.startswith(BZ2_MAGIC) and head[3:4].isdigit():
+        return "bz2"
+    for magic, what in _UNSUPPORTED_MAGIC.items():
+        if head.startswith(magic):
+            return f"unsupported:{what}"
     return None
 
 
@@ -124,15 +152,23 @@ class _ZstdRaw(io.RawIOBase):
         super().close()
 
 
-def open_binary(path: str, compression: str | None) -> BinaryIO:
+def open_binary(path: str, compression: str | None, storage: Any = None) -> BinaryIO:
     """A buffered binary stream of the (decompressed) file content; supports readline."""
-    raw = open(path, "rb", buffering=_BUFFER)
+    if compression is not None and compression.startswith("unsupported:"):
+        raise FileCorrupt("unsupported_compression",
+                          f"{compression.split(':', 1)[1]} compression is not supported; decompress the file "
+                          "or recompress it as gzip, zstd, bz2 or xz")
+    raw = fs.open_input(path, storage)
     if compression is None:
         return raw
     if compression == "gzip":
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     if compression == "zstd":
         return io.BufferedReader(_ZstdRaw(raw), buffer_size=_BUFFER)  # type: ignore[return-value]
+    if compression == "bz2":
+        return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
+    if compression == "xz":
+        return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
     raw.close()
     raise ValueError(f"unknown compression {compression!r}")
 
@@ -143,15 +179,17 @@ def classify(exc: BaseException, compression: str | None) -> tuple[str, str]:
         return exc.reason, exc.detail
     detail = str(exc) or type(exc).__name__
     if isinstance(exc, EOFError):
-        return ("truncated_gzip" if compression == "gzip" else "truncated"), detail
+        return (f"truncated_{compression}" if compression in ("gzip", "bz2", "xz") else "truncated"), detail
     if isinstance(exc, (gzip.BadGzipFile, zlib.error)):
         return "corrupt_gzip", detail
     if isinstance(exc, zstandard.ZstdError):
         return "corrupt_zstd", detail
+    if isinstance(exc, lzma.LZMAError):
+        return "corrupt_xz", detail
     if isinstance(exc, (FileNotFoundError, PermissionError, IsADirectoryError)):
         return "unreadable", detail
-    if isinstance(exc, OSError) and compression == "gzip":
-        return "corrupt_gzip", detail
+    if isinstance(exc, OSError) and compression in ("gzip", "bz2"):
+        return f"corrupt_{compression}", detail
     return "unreadable", detail
 
 

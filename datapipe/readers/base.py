@@ -26,7 +26,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import os
 import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Mapping, NamedTuple, Sequence
@@ -34,6 +33,7 @@ from typing import Any, ClassVar, Iterator, Mapping, NamedTuple, Sequence
 import pyarrow as pa
 import zstandard
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers._streams import FileCorrupt, classify
@@ -107,6 +107,7 @@ class InputFile:
     path: str
     rel: str
     size: int
+    storage: Any = None   # datapipe.fs.StorageOptions: how to reach ``path`` when it is a URI
 
 
 @dataclass(frozen=True)
@@ -321,7 +322,7 @@ class Reader:
         for f in split.files:
             start, end = (split.start, split.end) if ranged else (0, None)
             try:
-                if start == 0 and os.stat(f.path).st_size == 0:
+                if start == 0 and fs.stat(f.path, f.storage).size == 0:
                     raise FileCorrupt("empty_file", "the file has 0 bytes")
                 for rec in self._records(f, start, end):
                     if isinstance(rec, pa.Table):  # a vectorised reader's ready batch

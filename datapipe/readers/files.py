@@ -3,14 +3,13 @@
 Many small files are grouped into one split up to ``split_bytes`` (by on-disk size);
 a file is never split. The document is the whole (decompressed) file, read up to
 ``max_doc_bytes`` + 1 bytes: a bigger file is a ``read:too_large`` reject and is not
-read further. ``.gz`` and ``.zst`` files are decompressed (by extension, else by
+read further. ``.gz``, ``.zst``, ``.bz2`` and ``.xz`` files are decompressed (by extension, else by
 magic bytes). The locator, and the key of the id, is the file's relative path.
 """
 
 from __future__ import annotations
 
 import codecs
-import os
 from dataclasses import dataclass
 from typing import Iterator
 
@@ -53,16 +52,16 @@ class HtmlOptions:
 
 class _WholeFileReader(Reader):
     def _compression(self, f: InputFile) -> str | None:
-        return compression_of(f.path)
+        return compression_of(f.path, f.storage)
 
     def _payload(self, f: InputFile) -> bytes | Rec:
-        comp = compression_of(f.path)
-        with open_binary(f.path, comp) as fh:
+        comp = compression_of(f.path, f.storage)
+        with open_binary(f.path, comp, f.storage) as fh:
             data = read_upto(fh, self.max_doc_bytes + 1)
             if len(data) > self.max_doc_bytes:
                 # The rest is not read: a compressed file's full size stays unknown.
                 if comp is None:
-                    detail = self._too_large(os.fstat(fh.fileno()).st_size)
+                    detail = self._too_large(f.size)
                 else:
                     detail = self._too_large(len(data), more=True)
                 return reject(f.rel, f.rel, "too_large", detail)

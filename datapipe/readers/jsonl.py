@@ -61,19 +61,19 @@ class JsonlReader(Reader):
     Options = JsonlOptions
 
     def _compression(self, f: InputFile) -> str | None:
-        return compression_of(f.path)
+        return compression_of(f.path, f.storage)
 
     def _ranges(self, f: InputFile, split_bytes: int):
-        if compression_of(f.path) is not None:
+        if compression_of(f.path, f.storage) is not None:
             return None
         return byte_ranges(f.size, split_bytes)
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
-        comp = compression_of(f.path)
+        comp = compression_of(f.path, f.storage)
         if comp is not None and (start or end is not None):
             raise ValueError(f"{f.path}: a compressed file cannot be read from a byte range")
         limit = self.max_doc_bytes + 1
-        with open_binary(f.path, comp) as fh:
+        with open_binary(f.path, comp, f.storage) as fh:
             pos = start
             if start > 0:
                 fh.seek(start - 1)

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe.readers._streams import FileCorrupt
 from datapipe.readers.base import InputFile, KeyOptions, Reader, metadata_json
@@ -33,9 +34,9 @@ class ParquetOptions(KeyOptions):
     dotted paths into struct columns, or ``all``)."""
 
 
-def _open(path: str) -> pq.ParquetFile:
+def _open(f: InputFile) -> pq.ParquetFile:
     try:
-        return pq.ParquetFile(path)
+        return pq.ParquetFile(fs.arrow_input(f.path, f.storage))
     except (pa.ArrowException, OSError) as exc:
         raise FileCorrupt("corrupt_parquet", str(exc)) from exc
 
@@ -46,7 +47,7 @@ class ParquetReader(Reader):
 
     def _ranges(self, f: InputFile, split_bytes: int):
         try:
-            md = pq.read_metadata(f.path)
+            md = pq.read_metadata(fs.arrow_input(f.path, f.storage))
         except (pa.ArrowException, OSError):
             return None  # read() reports the corrupt file
         ranges: list[tuple[int, int | None, int]] = []
@@ -65,7 +66,7 @@ class ParquetReader(Reader):
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[pa.Table]:
         opts = self.options
-        pf = _open(f.path)
+        pf = _open(f)
         md = pf.metadata
         names = pf.schema_arrow.names
         for what, key in (("text_key", opts.text_key), ("id_key", opts.id_key), ("url_key", opts.url_key)):

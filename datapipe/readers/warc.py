@@ -53,6 +53,7 @@ from typing import Any, Iterator, Sequence
 
 from warcio.archiveiterator import ArchiveIterator
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto
@@ -250,7 +251,7 @@ class WarcReader(Reader):
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
         arc = is_arc(f.path)
         seen = [0]  # records consumed so far (any type)
-        with open(f.path, "rb", buffering=1 << 20) as fh:
+        with fs.open_input(f.path, f.storage) as fh:
             gz = fh.read(2) == GZIP_MAGIC
             size = fh.seek(0, io.SEEK_END)
             pos: int | None = start
@@ -286,7 +287,7 @@ class WarcReader(Reader):
         # read it member by member. Read the decompressed stream instead (offsets are then
         # positions in the decompressed data); no other split finds a member start in it.
         log.info("%s is not member-per-record gzip; reading it as one stream", f.path)
-        with gzip.open(f.path, "rb") as stream:
+        with gzip.GzipFile(fileobj=fs.open_input(f.path, f.storage), mode="rb") as stream:
             it = _QuietIterator(stream, arc2warc=arc)
             yield from self._iterate(f, it, False, arc, None, seen[0], [0])
 

@@ -379,11 +379,11 @@ def _load_shards(decisions_dir: str, shards: np.ndarray, columns: list[str]) -> 
 
 
 def _fs(path: str):
-    from pyarrow import fs as pafs
+    """(pyarrow filesystem, path) through datapipe's storage layer (S3 endpoint, region
+    and profile as AWS tools read them)."""
+    from datapipe import fs
 
-    if "://" in path:
-        return pafs.FileSystem.from_uri(path)
-    return pafs.LocalFileSystem(), os.path.abspath(path)
+    return fs.resolve(path)
 
 
 # -- index -----------------------------------------------------------------------------

@@ -13,43 +13,9 @@ from pathlib import Path
 
 import pytest
 
+from cli_helper import _data_files, _datapipe, _env
+
 pytestmark = pytest.mark.e2e
-
-
-def _env(ray_cluster, **extra):
-    env = dict(ray_cluster["env"])
-    env["RAY_ADDRESS"] = ray_cluster["address"]
-    env["DATAPIPE_PROGRESS"] = "0"
-    env.update(extra)
-    return env
-
-
-def _datapipe(args, env, **kw):
-    return subprocess.run([sys.executable, "-m", "datapipe", *args], env=env, capture_output=True, text=True, **kw)
-
-
-def _data_files(out: Path) -> dict[str, bytes]:
-    return {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*.parquet"))}
-
-
-@pytest.fixture(scope="session")
-def sample_models(repo_dir):
-    """The models jobs/sample.yaml uses, trained from the bundled corpus (`make models`)."""
-    proc = subprocess.run(["make", "-s", "models", f"BIN={Path(sys.executable).parent}", "STAMP="],
-                          cwd=repo_dir, capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return repo_dir / "models"
-
-
-@pytest.fixture(scope="session")
-def sample_output(ray_cluster, repo_dir, tmp_path_factory, sample_models, shared_dir):
-    """jobs/sample.yaml run once through the CLI (on the session cluster)."""
-    out = tmp_path_factory.mktemp("sample") / "out"
-    proc = _datapipe(["run", str(repo_dir / "jobs" / "sample.yaml"), "--output", str(out)], _env(ray_cluster),
-                     cwd=repo_dir, timeout=900)
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-5000:]
-    (out.parent / "console.txt").write_text(proc.stdout + proc.stderr)   # what the user saw
-    return out, proc.stdout
 
 
 def test_sample_job_prints_report_and_commits(sample_output):
@@ -66,14 +32,14 @@ def test_killed_run_leaves_nothing_complete_and_rerun_resumes(ray_cluster, repo_
     left, and the re-run reuses the finished splits and writes the same bytes."""
     reference, _ = sample_output
     out = tmp_path / "out"
-    staging = tmp_path / "out.staging"
     env = _env(ray_cluster)
     proc = subprocess.Popen([sys.executable, "-m", "datapipe", "run", str(repo_dir / "jobs" / "sample.yaml"),
                              "--output", str(out)], env=env, cwd=repo_dir, start_new_session=True,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    done = staging / "work" / "done"
     deadline = time.time() + 600
-    while not (done.exists() and any(done.rglob("*.json"))) and time.time() < deadline and proc.poll() is None:
+    done = []
+    while not done and time.time() < deadline and proc.poll() is None:
+        done = [p for p in tmp_path.glob("out.staging-*/work/done") if any(p.rglob("*.json"))]
         time.sleep(0.1)
     assert proc.poll() is None, "the run finished before it could be killed"
     os.killpg(proc.pid, signal.SIGKILL)
@@ -84,7 +50,7 @@ def test_killed_run_leaves_nothing_complete_and_rerun_resumes(ray_cluster, repo_
     assert rerun.returncode == 0, rerun.stderr[-5000:]
     assert "resuming the interrupted run" in rerun.stdout
     assert json.loads((out / "report.json").read_text())["splits"]["reused"] >= 1
-    assert not staging.exists()
+    assert not list(tmp_path.glob("out.staging*")) and not (tmp_path / "out.lock").exists()
     assert _data_files(out) == _data_files(reference)
     assert (out / "manifest.json").read_text() == (reference / "manifest.json").read_text()
 
