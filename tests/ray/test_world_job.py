@@ -27,7 +27,6 @@ def _spec(tmp_path: Path, shared_dir: Path, stages: str) -> Path:
         name: world
         output: out
         execution: {{batch_rows: 16}}
-        output_options: {{partitions: 1}}
         sources:
           - name: wiki
             format: text
