@@ -18,9 +18,15 @@ is documents per CPU-second of one process (our stage's ``process`` on batches o
 ``--batch``; datatrove's ``filter`` per document), best of ``--repeats``; the machine is
 shared, so compare the columns of one run, not runs.
 
+Bad words: no lists ship with datapipe. ``--ldnoobw-dir`` names a clone of the LDNOOBW
+repository (files ``de``, ``fr``, ``en``, ...; ideally at the commits datatrove pins);
+both engines get its lists, and a language without a file there is not judged by the
+bad-words rule on either side. Without it only English is judged, with
+``{shared}/lists/ldnoobw.txt``; the run says so.
+
 Needs the bench extra (datatrove==0.10.1, spaCy)::
 
-    .venv/bin/python bench/filters_reference.py [--chunk-lines 40] [--batch 256] [--repeats 2]
+    .venv/bin/python bench/filters_reference.py [--ldnoobw-dir DIR] [--chunk-lines 40] [--batch 256] [--repeats 2]
 """
 
 from __future__ import annotations
@@ -159,9 +165,12 @@ def main() -> None:
     ap.add_argument("--cache", help="JSON file keeping the extracted documents and their languages between runs")
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=2)
+    ap.add_argument("--ldnoobw-dir", help="folder of per-language bad-word lists (a clone of LDNOOBW); "
+                                          "default: English only, from {shared}/lists/ldnoobw.txt")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
-    _seed_datatrove_badwords()
+    lists = bad_words_folder(args.ldnoobw_dir)
+    _seed_datatrove_badwords(lists)
     from datatrove.pipeline.filters import (C4BadWordsFilter, C4QualityFilter, FineWebQualityFilter,
                                             GopherQualityFilter, GopherRepetitionFilter)
 
@@ -181,14 +190,19 @@ def main() -> None:
     top = Counter(langs).most_common(8)
     print(f"{len(texts)} documents, {len(set(langs))} languages (top: {', '.join(f'{k} {v}' for k, v in top)})\n")
 
-    c4_common = dict(min_words_per_line=3, min_sentences=5, terminal_punctuation=DT.C4_END_PUNCTUATION)
+    judged = sorted({lang for lang in langs if L.bad_words_file(lists, lang) is not None})
+    print(f"c4 bad words: lists from {args.ldnoobw_dir or 'shared lists/ldnoobw.txt (English only)'}; "
+          f"judged in {', '.join(judged) or 'no language'}; other languages skipped by that rule in both engines\n")
+    c4_common = dict(min_words_per_line=3, min_sentences=5, terminal_punctuation=DT.C4_END_PUNCTUATION,
+                     bad_words_dir=lists)
     cases = [
         ("gopher_quality", GopherQuality, GopherQualityConfig, {},
          lambda lang: [GopherQualityFilter(language=lang, **_dt_stop_words(lang))]),
         ("gopher_repetition", GopherRepetition, GopherRepetitionConfig, {},
          lambda lang: [GopherRepetitionFilter(language=lang)]),
         ("c4", C4, C4Config, c4_common,
-         lambda lang: [C4QualityFilter(language=lang), C4BadWordsFilter(fail_on_missing_language=False)]),
+         lambda lang: [C4QualityFilter(language=lang)]
+         + ([C4BadWordsFilter(fail_on_missing_language=False)] if L.bad_words_file(lists, lang) else [])),
         ("fineweb", FineWeb, FineWebConfig, dict(max_char_dup_ratio=0.01),
          lambda lang: [FineWebQualityFilter(language=lang)]),
     ]
@@ -219,10 +233,25 @@ def main() -> None:
         print(f"| {name} | {drops} | {a_dt:.2%} | {a_pp:.2%} | {r_ref:,.0f} | {r_dt:,.0f} | {r_pp:,.0f} |")
 
 
-def _seed_datatrove_badwords() -> None:
+def bad_words_folder(ldnoobw_dir: str | None) -> str:
+    """The per-language list folder both engines use: ``ldnoobw_dir``, or a temporary one
+    holding only ``en`` (the shared English list)."""
+    import shutil
+    import tempfile
+
+    if ldnoobw_dir is not None:
+        if not os.path.isdir(ldnoobw_dir):
+            sys.exit(f"--ldnoobw-dir {ldnoobw_dir!r} is not a directory; clone LDNOOBW and point at it")
+        return ldnoobw_dir
+    folder = tempfile.mkdtemp(prefix="ldnoobw-en-")
+    shutil.copyfile(shared_dir() / "lists" / "ldnoobw.txt", os.path.join(folder, "en"))
+    return folder
+
+
+def _seed_datatrove_badwords(lists: str) -> None:
     """datatrove's C4BadWordsFilter downloads the LDNOOBW lists from GitHub on first use;
-    this machine is offline, so put the bundled copies (the same files, same commits)
-    where its asset cache looks, in a temporary folder."""
+    this machine is offline, so put the lists of ``lists`` where its asset cache looks,
+    in a temporary folder (languages without one get no C4BadWordsFilter here)."""
     import tempfile
 
     os.environ.setdefault("HF_ASSETS_CACHE", tempfile.mkdtemp(prefix="dt-assets-"))
@@ -231,7 +260,7 @@ def _seed_datatrove_badwords() -> None:
 
     folder = cached_assets_path(library_name="datatrove", namespace="filters", subfolder="c4_badwords")
     for code in c4_filters._BADWORDS_LANGS:
-        path = L.ldnoobw_path(code)
+        path = L.bad_words_file(lists, code)
         if path is None:
             continue
         url = c4_filters._EN_BADWORDS_URL if code == "en" else c4_filters._BADWORDS_URL + code

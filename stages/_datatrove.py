@@ -23,6 +23,7 @@ reports compare across both references.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections import Counter
@@ -288,14 +289,20 @@ def c4(text: str, lang: L.Language | None, words: Words, cfg) -> tuple[Verdict, 
     return None, "\n".join(kept).strip()
 
 
-def bad_words_regex(lang: L.Language | None) -> re.Pattern | None:
-    """datatrove's C4BadWordsFilter pattern for ``lang`` (None: no list). Its list entries
-    are not lower-cased while the text is, so upper-case entries never match there."""
-    path = L.ldnoobw_path(lang.code) if lang is not None else None
+def bad_words_regex(path: str | None, lang: L.Language | None) -> re.Pattern | None:
+    """datatrove's C4BadWordsFilter pattern for the list at ``path`` judging documents of
+    ``lang`` (None: no list). Its list entries are not lower-cased while the text is, so
+    upper-case entries never match there."""
     if path is None:
         return None
-    raw = {line.strip() for line in path.read_text(encoding="utf-8").splitlines()}  # not lower-cased
+    return _bad_words_regex(path, lang is not None and lang.code in _NO_BOUNDARY_BADWORDS)
+
+
+@functools.lru_cache(maxsize=None)
+def _bad_words_regex(path: str, no_boundary: bool) -> re.Pattern:
+    with open(path, encoding="utf-8") as f:
+        raw = {line.strip() for line in f}                          # not lower-cased
     words = [re.escape(w) for w in sorted(raw - _BADWORDS_ALLOWLIST)]
-    if lang.code in _NO_BOUNDARY_BADWORDS:
+    if no_boundary:
         return re.compile("|".join(words))
     return re.compile(r"(?:\W|^)({})(?:\W|$)".format("|".join(words)))

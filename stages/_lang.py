@@ -18,8 +18,11 @@ language brings:
   (``。！？`` for CJK, ``।॥`` for Devanagari/Bengali, ``؟۔`` for Arabic script, ``;``
   for Greek, closing quotes ``» ” “ ’`` for languages that end quoted sentences with them).
   Thai and Lao have no sentence punctuation: line-punctuation rules cannot judge them.
-* **bad words** – the LDNOOBW list of the language (28 lists, bundled in
-  ``stages/data/ldnoobw``, CC-BY-4.0; no PyPI package ships them), when one exists.
+* **bad words** – not bundled (no PyPI package ships the LDNOOBW lists): the user
+  names a folder of per-language lists, one file per language code in the layout of the
+  LDNOOBW repository (``de``, ``fr``, ``en``, ...; ``tl`` reads ``fil``, ``nb``/``nn``
+  read ``no``). :func:`bad_words_file` finds a language's file, :func:`bad_words` reads
+  it (cached per folder and code).
 
 A rule that needs a setting the document's language lacks (or a document without a
 language) passes the document and counts it in the stage's counters as
@@ -31,7 +34,7 @@ from __future__ import annotations
 import functools
 import re
 from dataclasses import dataclass
-from importlib import resources
+from pathlib import Path
 from typing import Sequence
 
 import pyarrow as pa
@@ -66,9 +69,7 @@ _TERMINAL_EXTRA: dict[str, tuple[str, ...]] = {
 #: languages written without sentence punctuation (spaces end sentences)
 _NO_SENTENCE_MARKS = frozenset({"th", "lo"})
 
-#: LDNOOBW language codes (file names in stages/data/ldnoobw)
-LDNOOBW_LANGS = ("ar", "cs", "da", "de", "en", "eo", "es", "fa", "fi", "fil", "fr", "hi", "hu", "it", "ja",
-                 "kab", "ko", "nl", "no", "pl", "pt", "ru", "sv", "th", "tlh", "tr", "zh")
+#: language code -> the LDNOOBW file name that holds its list
 _LDNOOBW_ALIASES = {"tl": "fil", "nb": "no", "nn": "no"}
 
 _WORD = re.compile(r"^[^\W_](?:.*[^\W_])?$", re.S)
@@ -83,7 +84,6 @@ class Language:
     by_chars: bool
     #: marks added to a stage's terminal punctuation; None: the script has no sentence marks
     terminal_extra: tuple[str, ...] | None
-    bad_words: tuple[str, ...] | None
 
 
 def normalize_code(value: object) -> str | None:
@@ -106,8 +106,7 @@ def language(code: str) -> Language:
         extra = None                  # no marks, or a language we know nothing about
     else:
         extra = _TERMINAL_EXTRA.get(code, () if code == "en" else _CLOSING_QUOTES)
-    return Language(code=code, stop_words=stop, by_chars=code in CHAR_SEGMENTED, terminal_extra=extra,
-                    bad_words=_bad_words(code))
+    return Language(code=code, stop_words=stop, by_chars=code in CHAR_SEGMENTED, terminal_extra=extra)
 
 
 def terminal_marks(langs: Sequence[Language | None], base: Sequence[str]) -> tuple[dict[tuple[str, ...], list[int]], list[int]]:
@@ -138,16 +137,18 @@ def _stop_words(code: str) -> frozenset[str] | None:
     return frozenset(words) or None
 
 
-def ldnoobw_path(code: str):
-    """The bundled LDNOOBW list of ``code`` (a Traversable), or None."""
-    code = _LDNOOBW_ALIASES.get(code, code)
-    if code not in LDNOOBW_LANGS:
-        return None
-    return resources.files("stages").joinpath("data", "ldnoobw", code)
+def bad_words_file(folder: str, code: str) -> Path | None:
+    """The list of ``code`` in ``folder`` (LDNOOBW layout: a file named by the language
+    code), or None when the folder has none."""
+    path = Path(folder) / _LDNOOBW_ALIASES.get(code, code)
+    return path if path.is_file() else None
 
 
-def _bad_words(code: str) -> tuple[str, ...] | None:
-    path = ldnoobw_path(code)
+@functools.lru_cache(maxsize=None)
+def bad_words(folder: str, code: str) -> tuple[str, ...] | None:
+    """The lower-cased entries of ``code``'s list in ``folder`` (blank lines dropped), or
+    None when the folder has no list for it."""
+    path = bad_words_file(folder, code)
     if path is None:
         return None
     words = {line.strip().lower() for line in path.read_text(encoding="utf-8").splitlines()}

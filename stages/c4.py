@@ -18,11 +18,13 @@ Document rules (``c4:<rule>``), in the reference code's order:
 * ``curly_bracket`` – such a line (not removed for javascript) contains ``{``;
 * ``too_few_sentences`` – the kept lines hold fewer than ``min_sentences`` (3)
   sentences;
-* ``bad_words`` – the cleaned text contains a word of the LDNOOBW list of the
-  document's language (bundled, 28 languages; ``bad_words: false`` disables) flanked by
-  non-word characters (case insensitive; no flanking needed for Chinese, Japanese, Thai,
-  as in mC4); detail = the word. ``bad_words_path`` (one word or phrase per line) replaces
-  the bundled lists with one list for every language.
+* ``bad_words`` – the cleaned text contains a listed word flanked by non-word
+  characters (case insensitive; no flanking needed for Chinese, Japanese, Thai with
+  per-language lists, as in mC4); detail = the word. No list ships with datapipe: with
+  ``bad_words_path`` (one word or phrase per line) that list judges every language; else
+  with ``bad_words_dir`` (a folder of per-language lists named by language code, as in
+  the LDNOOBW repository: ``de``, ``fr``, ``en``, ...) each document is judged by its
+  language's list; with neither the rule does not run and counts nothing.
 
 Languages (:mod:`stages._lang`, ``language`` column else ``default_language``): a line
 ends in terminal punctuation when its last character is one of ``terminal_punctuation``
@@ -30,7 +32,7 @@ or of its language's own marks (``。！？`` ...); sentences also end at those 
 of languages written without spaces are characters. A document whose language has no
 known sentence marks (Thai, Lao, unknown, none) keeps its lines regardless of their last
 character (counted ``no_terminal_punct_unsupported_language``); one whose language has
-no bad-words list is not judged by that rule (``bad_words_unsupported_language``).
+no file in ``bad_words_dir`` is not judged by that rule (``bad_words_unsupported_language``).
 ``reference: datatrove`` reproduces datatrove's ``C4QualityFilter`` and
 ``C4BadWordsFilter`` (differences in ``docs/filters.md``).
 
@@ -84,9 +86,9 @@ class C4Config(StageConfig):
     policy_substrings: tuple[str, ...] = C4_POLICY_SUBSTRINGS
     filter_lorem_ipsum: bool = True
     filter_curly_bracket: bool = True
-    #: drop documents with a word of their language's bundled LDNOOBW list
-    bad_words: bool = True
-    #: one word list (a word or phrase per line) for every language instead of the bundled ones
+    #: folder of per-language word lists named by language code (LDNOOBW layout)
+    bad_words_dir: str | None = None
+    #: one word list (a word or phrase per line) for every language; wins over bad_words_dir
     bad_words_path: str | None = None
     #: language of documents when the batch has no ``language`` column (null: unknown)
     default_language: str | None = "en"
@@ -109,6 +111,14 @@ class C4Config(StageConfig):
         if self.bad_words_path is not None and not os.path.isfile(self.bad_words_path):
             raise SpecError(f"{s}: bad_words_path {self.bad_words_path!r} is not a file; give the path of "
                             "a word list such as {shared}/lists/ldnoobw.txt, or null to disable")
+        if self.bad_words_dir is not None and not os.path.isdir(self.bad_words_dir):
+            raise SpecError(f"{s}: bad_words_dir {self.bad_words_dir!r} is not a directory; clone LDNOOBW "
+                            "and point bad_words_dir at it, or use bad_words_path for one list")
+
+    @property
+    def judges_bad_words(self) -> bool:
+        """Whether the bad-words rule runs (a list file or a folder of lists is configured)."""
+        return self.bad_words_path is not None or self.bad_words_dir is not None
 
 
 def load_bad_words(path: str) -> list[str]:
@@ -139,19 +149,19 @@ class C4(RewriteFilterStage):
     def setup(self) -> None:
         self._patterns: dict[str, str | None] = {}
         self._words = None
-        if self.config.bad_words and self.config.bad_words_path:
+        if self.config.bad_words_path:
             words = load_bad_words(self.config.bad_words_path)
             self._bad_words_re = bad_words_pattern(words) if words else None
             log.info("c4: %d bad words from %s", len(words), self.config.bad_words_path)
 
     def _pattern(self, lang: L.Language | None) -> str | None:
         """The bad-words pattern for documents of ``lang`` (None: no list)."""
-        if self._bad_words_re is not None:
+        if self._bad_words_re is not None or self.config.bad_words_path:
             return self._bad_words_re
         if lang is None:
             return None
         if lang.code not in self._patterns:
-            words = lang.bad_words
+            words = L.bad_words(self.config.bad_words_dir, lang.code)
             self._patterns[lang.code] = (bad_words_pattern(list(words), bounded=not lang.by_chars)
                                          if words else None)
         return self._patterns[lang.code]
@@ -254,7 +264,8 @@ class C4(RewriteFilterStage):
             keep &= ~few
 
         cleaned = pc.utf8_trim_whitespace(kept.join("\n"))   # blank lines can only be kept with rules off
-        no_list = self._bad_words(cleaned, langs, keep, reasons) if cfg.bad_words else np.zeros(n, dtype=bool)
+        no_list = (self._bad_words(cleaned, langs, keep, reasons) if cfg.judges_bad_words
+                   else np.zeros(n, dtype=bool))
 
         changes = {
             "lines_removed": lines.count(~kept_line),
@@ -267,7 +278,7 @@ class C4(RewriteFilterStage):
         }
         if cfg.require_terminal_punct:
             changes["no_terminal_punct_unsupported_language"] = punct_unknown.astype(np.int64)
-        if cfg.bad_words:
+        if cfg.judges_bad_words:
             changes["bad_words_unsupported_language"] = no_list.astype(np.int64)
         return Rewrite(texts=cleaned, keep=keep, reasons=reasons, changes=changes)
 
@@ -313,13 +324,25 @@ class C4(RewriteFilterStage):
             if verdict is not None:
                 keep[i], reasons[i] = False, f"{verdict[0]}|{verdict[1]}"
                 continue
-            if cfg.bad_words:
-                rx = DT.bad_words_regex(lang)
+            if cfg.judges_bad_words:
+                rx = DT.bad_words_regex(self._list_file(lang), lang)
                 if rx is None:
                     no_list[i] = 1
                 elif (m := rx.search(out[i].lower())) is not None:
                     keep[i], reasons[i] = False, f"bad_words|{m.group(m.lastindex or 0).strip()}"
-        return Rewrite(texts=out, keep=keep, reasons=reasons,
-                       changes={"word_tokenizer_unsupported_language": unsupported,
-                                "bad_words_unsupported_language": no_list})
+        changes = {"word_tokenizer_unsupported_language": unsupported}
+        if cfg.judges_bad_words:
+            changes["bad_words_unsupported_language"] = no_list
+        return Rewrite(texts=out, keep=keep, reasons=reasons, changes=changes)
+
+    def _list_file(self, lang: L.Language | None) -> str | None:
+        """The word list judging documents of ``lang``: ``bad_words_path`` for every
+        language, else the language's file in ``bad_words_dir`` (None: no list)."""
+        cfg: C4Config = self.config
+        if cfg.bad_words_path:
+            return cfg.bad_words_path
+        if lang is None or cfg.bad_words_dir is None:
+            return None
+        path = L.bad_words_file(cfg.bad_words_dir, lang.code)
+        return str(path) if path is not None else None
 

@@ -280,7 +280,7 @@ def test_c4_defaults_are_the_papers():
     c = C4Config()
     assert (c.min_words_per_line, c.min_sentences, c.max_word_length) == (5, 3, 1000)
     assert c.terminal_punctuation == (".", "?", "!", '"')
-    assert c.bad_words_path is None
+    assert c.bad_words_path is None and c.bad_words_dir is None       # no list ships: rule off
 
 
 def test_c4_terminal_punctuation_lines():
@@ -416,13 +416,14 @@ def test_fineweb_blank_document():
     lambda: GopherRepetitionConfig(top_ngram_char_frac={2: 2.0}),
     lambda: FineWebConfig(terminal_punctuation=("..",)),
     lambda: C4Config(bad_words_path="/nonexistent/list.txt"),
+    lambda: C4Config(bad_words_dir="/nonexistent/ldnoobw"),
     lambda: C4Config(min_words_per_line=-1),
 ])
 def test_bad_configs_name_the_field(make):
     with pytest.raises(SpecError) as e:
         make()
     assert re.search(r"(min_words|max_words|max_bullet_lines|top_ngram_char_frac|terminal_punctuation|"
-                     r"bad_words_path|min_words_per_line)", str(e.value))
+                     r"bad_words_path|bad_words_dir|min_words_per_line)", str(e.value))
 
 
 # -- vectorised stages == per-document reference on real text --------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import zipfile
 from pathlib import Path
 
@@ -11,9 +12,10 @@ import pyarrow as pa
 import pytest
 
 from datapipe import schema as S
+from datapipe.errors import SpecError
 from stages import _lang as L
 from stages import _text as T
-from stages.c4 import C4
+from stages.c4 import C4, C4Config
 from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality, GopherQualityConfig
 from stages.gopher_repetition import GopherRepetition
@@ -96,14 +98,48 @@ def test_unsupported_language_is_counted_not_dropped():
     assert reasons == [None] and stats.changes["line_punct_ratio_unsupported_language"] == 1
 
 
-def test_c4_bad_words_come_from_the_bundled_list_of_the_language():
-    base = "Dies ist ein ganz normaler Satz über das Wetter. " * 2
-    de_bad = base + "Er nannte ihn einen Arschloch und ging. Danach war alles still im Haus."
-    clean = base + "Er nannte ihn einen Freund und ging. Danach war alles still im Haus."
-    reasons, stats = run(C4(), [de_bad, clean, de_bad], ["de", "de", "en"])
-    assert reasons == ["c4:bad_words", None, None]
-    reasons, stats = run(C4(), [clean], ["la"])
+@pytest.fixture
+def word_lists(tmp_path) -> str:
+    """A per-language list folder in the LDNOOBW layout: a few real German and French
+    entries, and the shared English list as ``en``."""
+    folder = tmp_path / "ldnoobw"
+    folder.mkdir()
+    (folder / "de").write_text("arschloch\nfotze\nwichser\n", encoding="utf-8")
+    (folder / "fr").write_text("connard\nsalope\n", encoding="utf-8")
+    shutil.copyfile(SHARED / "lists" / "ldnoobw.txt", folder / "en")
+    return str(folder)
+
+
+DE = "Dies ist ein ganz normaler Satz über das Wetter. " * 2
+DE_BAD = DE + "Er nannte ihn einen Arschloch und ging. Danach war alles still im Haus."
+DE_CLEAN = DE + "Er nannte ihn einen Freund und ging. Danach war alles still im Haus."
+FR_BAD = "C'est une phrase tout à fait normale sur le temps. " * 2 + "Il l'a traité de connard et il est parti. Ensuite tout était calme."
+EN_BAD = "This is a perfectly ordinary sentence about the weather. " * 2 + "The painting shows a nude figure in oil. Then all was quiet."
+
+
+def test_c4_bad_words_come_from_the_list_of_the_documents_language(word_lists):
+    stage = C4(C4Config(bad_words_dir=word_lists))
+    reasons, stats = run(stage, [DE_BAD, DE_CLEAN, DE_BAD, FR_BAD, FR_BAD, EN_BAD], ["de", "de", "en", "fr", "de", "en"])
+    assert reasons == ["c4:bad_words", None, None, "c4:bad_words", None, "c4:bad_words"]
+    assert stats.changes["bad_words_unsupported_language"] == 0
+    # Latin has no file in the folder: passed and counted, not dropped
+    reasons, stats = run(stage, [DE_BAD], ["la"])
     assert reasons == [None] and stats.changes["bad_words_unsupported_language"] == 1
+    # datatrove's implementation reads the same folder
+    dt = C4(C4Config(bad_words_dir=word_lists, reference="datatrove"))
+    assert run(dt, [DE_BAD, DE_BAD, FR_BAD], ["de", "en", "fr"])[0] == ["c4:bad_words", None, "c4:bad_words"]
+
+
+def test_c4_bad_words_path_judges_every_language_and_no_list_turns_the_rule_off(word_lists):
+    one = C4(C4Config(bad_words_dir=word_lists, bad_words_path=os.path.join(word_lists, "de")))
+    reasons, stats = run(one, [DE_BAD, DE_BAD, FR_BAD], ["en", "la", "fr"])
+    assert reasons == ["c4:bad_words", "c4:bad_words", None]
+    assert stats.changes["bad_words_unsupported_language"] == 0
+    reasons, stats = run(C4(), [DE_BAD, FR_BAD, EN_BAD], ["de", "fr", "en"])
+    assert reasons == [None, None, None]
+    assert not stats.changes.get("bad_words_unsupported_language")
+    with pytest.raises(SpecError, match="bad_words_dir .* clone LDNOOBW"):
+        C4Config(bad_words_dir=os.path.join(word_lists, "de"))          # a file, not a folder
 
 
 def test_default_language_applies_only_without_a_language_column():
