@@ -84,7 +84,25 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
         "stage_reports": stage_reports,
     }
     report["summary_text"] = summary_markdown(report)
+    report["console_text"] = console_summary(report)
     return report
+
+
+def console_summary(report: dict[str, Any]) -> str:
+    """What ``datapipe run`` prints at the end: the stage table and totals. Everything
+    else (per source, shards, dedup, rewrites, examples) is in report.md / report.json."""
+    lines = summary_markdown(report).split("\n")
+    end = lines.index("| source | documents | rejects | kept text |")
+    out = lines[:end]
+    t = report["totals"]
+    out.append(f"kept {t['documents']} documents, rejected {t['rejects']}"
+               + (f"; {sum(s['tokens'] for s in report['shards'].values())} tokens in "
+                  f"{sum(s['shards'] for s in report['shards'].values())} shards" if report.get("shards") else ""))
+    if report["problems"]:
+        out.append("Accounting problems:")
+        out.extend(f"- {p}" for p in report["problems"])
+    out.append("Per source, shards, dedup, rewrites and drop examples: report.md (drop reasons: report.json, drops.png)")
+    return "\n".join(out)
 
 
 def summary_markdown(report: dict[str, Any]) -> str:
