@@ -32,6 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stages import _lang as L
+from stages._reference import _duplicates  # the same count (repeated items, their chars)
 
 log = logging.getLogger(__name__)
 
@@ -166,18 +167,6 @@ def gopher_quality(text: str, words: list[str], cfg, stop_words: frozenset[str] 
         if c < cfg.min_stop_words:
             return "stop_words", c
     return None
-
-
-def _duplicates(items: list[str]) -> tuple[int, int]:
-    seen: set[str] = set()
-    count = chars = 0
-    for item in items:
-        if item in seen:
-            count += 1
-            chars += len(item)
-        else:
-            seen.add(item)
-    return count, chars
 
 
 def _skip_ahead_duplicates(words: list[str], n: int) -> int:
