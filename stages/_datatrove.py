@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stages import _lang as L
-from stages._reference import _duplicates  # the same count (repeated items, their chars)
+from stages._text import repeated_items as _duplicates
 
 log = logging.getLogger(__name__)
 

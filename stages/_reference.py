@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from stages._text import EDGE_PY
+from stages._text import EDGE_PY, repeated_items as _duplicates
 from stages.c4 import C4Config
 from stages.fineweb import FineWebConfig
 from stages.gopher_quality import GopherQualityConfig
@@ -65,18 +65,6 @@ def gopher_quality(text: str, cfg: GopherQualityConfig) -> Verdict:
         if c < cfg.min_stop_words:
             return "stop_words", c
     return None
-
-
-def _duplicates(items: list[str]) -> tuple[int, int]:
-    seen: set[str] = set()
-    count = chars = 0
-    for item in items:
-        if item in seen:
-            count += 1
-            chars += len(item)
-        else:
-            seen.add(item)
-    return count, chars
 
 
 def gopher_repetition(text: str, cfg: GopherRepetitionConfig) -> Verdict:

@@ -474,3 +474,17 @@ def _mark_multibyte_ws(b: np.ndarray, ws: np.ndarray) -> None:
         ws[p] = True
         ws[p + 1] = True
         ws[p + 2] = True
+
+
+def repeated_items(items: list[str]) -> tuple[int, int]:
+    """How many items repeat an earlier one, and their characters (Gopher's duplicate
+    line/paragraph fractions, per document)."""
+    seen: set[str] = set()
+    count = chars = 0
+    for item in items:
+        if item in seen:
+            count += 1
+            chars += len(item)
+        else:
+            seen.add(item)
+    return count, chars
