@@ -320,20 +320,21 @@ def _open_staging(job: JobSpec, job_hash: str, force: bool, echo: Callable[[str]
     """Take the output's lock and prepare the staging folder, named by the job hash so
     that a restart finds it. True when it holds an interrupted run of this same job to
     resume; other jobs' staging folders (and, with ``force``, this one) are deleted."""
-    st = job.storage
-    run = commit.OutputRun.begin(job.output, storage=st, staging_key=job_hash[:STAGING_KEY_CHARS], keep_staging=not force)
+    storage = job.storage
+    run = commit.OutputRun.begin(job.output, storage=storage, staging_key=job_hash[:STAGING_KEY_CHARS],
+                                 keep_staging=not force)
     try:
         for gone in run.cleaned:
             echo(f"removing leftovers of an interrupted run: {gone}")
         mark = fs.join(run.staging, JOB_MARK)
         if run.resumable:
-            if fs.is_file(mark, st) and fs.read_text(mark, st).strip() == job_hash:
+            if fs.is_file(mark, storage) and fs.read_text(mark, storage).strip() == job_hash:
                 echo(f"resuming the interrupted run in {run.staging} (same job hash {job_hash})")
                 return run, True
             echo(f"removing leftovers of an interrupted run: {run.staging}")
-            fs.delete_tree(run.staging, st)
-        fs.makedirs(fs.join(run.staging, "work"), st)
-        fs.write_text(mark, job_hash + "\n", st)
+            fs.delete_tree(run.staging, storage)
+        fs.makedirs(fs.join(run.staging, "work"), storage)
+        fs.write_text(mark, job_hash + "\n", storage)
     except BaseException:
         run.release()
         raise
@@ -385,19 +386,19 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     """Run ``job`` end to end. A completed run with the same job hash is reused unless
     ``force``; a folder holding something else is never overwritten without ``force``;
     an interrupted run of the same job resumes from its finished splits."""
-    out, st = job.output, job.storage
+    out, storage = job.output, job.storage
     job_hash = job.job_hash()
-    done = commit.read_status(out, st)
+    done = commit.read_status(out, storage)
     if done is not None and not force:
         if done.get("job_hash") == job_hash:
             echo(f"{out} is already complete for this job (job hash {job_hash}); nothing to do. "
                  "Use --force to run it again.")
             report_uri = fs.join(out, "report.json")
-            report = json.loads(fs.read_text(report_uri, st)) if fs.is_file(report_uri, st) else {}
+            report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
             return RunResult(output=out, skipped=True, report=report)
         raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
-    if done is None and not commit.is_datapipe_output(out, st):
+    if done is None and not commit.is_datapipe_output(out, storage):
         # never delete a folder datapipe did not write, even with --force
         raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
@@ -445,7 +446,7 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
     uploaded into it when remote)."""
     from datapipe.report import build_report, write_report
 
-    staging, st = run.staging, job.storage
+    staging, storage = run.staging, job.storage
     started = time.time()
     refs = split_refs(job)
     shard_env = _shard_env(job) if job.shards is not None else None
@@ -458,7 +459,7 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
     decisions, digest = None, ""
     for ph in phases(job):
         env = PhaseEnv(job=job, phase=ph, staging=staging, decisions=decisions, input_digest=digest,
-                       shards=shard_env if ph.after is None else None, storage=st)
+                       shards=shard_env if ph.after is None else None, storage=storage)
         recs, n_reused = _run_phase(env, refs, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
         records.extend(recs)
         reused.append(n_reused)
@@ -466,7 +467,7 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
             t0 = time.perf_counter()
             decisions, stage_reports[ph.after.name] = _decide(ph, sorted(r["side"] for r in recs if r["side"]), env, job)
             global_seconds[ph.after.name] = time.perf_counter() - t0
-            digest = _digest(decisions, st)
+            digest = _digest(decisions, storage)
     progress.close()
     last = [r for r in records if r["phase"] == len(reused) - 1]
     files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
@@ -494,7 +495,7 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
     with open(records_dir / "report.md", "a", encoding="utf-8") as fh:
         fh.write(examples_markdown(report["drop_examples"]))
     if records_dir != Path(staging):
-        fs.upload_tree(str(records_dir), staging, st)
+        fs.upload_tree(str(records_dir), staging, storage)
     if problems:
         raise JobError("accounting check failed, output not committed (see "
                        f"{fs.join(staging, 'report.md')}):\n  " + "\n  ".join(problems))
@@ -506,9 +507,9 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
         "totals": report["totals"],
         "shards": shard_totals,
     }
-    fs.write_text(fs.join(staging, commit.MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n", st)
-    fs.delete_tree(fs.join(staging, "work"), st)
-    fs.delete_file(fs.join(staging, JOB_MARK), st)
+    fs.write_text(fs.join(staging, commit.MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n", storage)
+    fs.delete_tree(fs.join(staging, "work"), storage)
+    fs.delete_file(fs.join(staging, JOB_MARK), storage)
     run.publish({"job_hash": job_hash, "spec_hash": job.spec_hash(),
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     echo(report["summary_text"])
@@ -526,7 +527,7 @@ def _shard_totals(job: JobSpec, staging: str, shard_env, records: list[dict], fi
         if f["kind"] == "documents":
             docs, toks = expected.get(f["source"], (0, 0))
             expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
-    problems += conservation_problems(expected, manifests)
+    problems += conservation_problems(expected, {src: fs.local_copy(m, job.storage) for src, m in manifests.items()})
     totals = {}
     for src, mpath in sorted(manifests.items()):
         m = json.loads(fs.read_text(mpath, job.storage))
