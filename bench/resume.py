@@ -81,9 +81,8 @@ def run(job: Path, *, kill_at: float | None = None, total: int = 0) -> float:
     proc = subprocess.Popen([sys.executable, "-m", "datapipe", "run", str(job)], env=env, cwd=REPO,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if kill_at is not None:
-        done = job.parent / "out.staging" / "work" / "done"
-        while proc.poll() is None:
-            if done.exists() and len(list(done.rglob("*.json"))) >= kill_at * total:
+        while proc.poll() is None:   # staging: out.staging-<job hash[:16]>
+            if len(list(job.parent.glob("out.staging-*/work/done/**/*.json"))) >= kill_at * total:
                 proc.send_signal(signal.SIGTERM)
                 break
             time.sleep(0.05)

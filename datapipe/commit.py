@@ -7,8 +7,11 @@ Layout, for ``output = <parent>/<name>`` (a local folder or a URI prefix):
   writes an output; a second refuses, naming the holder. The holder rewrites it every
   ``heartbeat_s``; a lock whose heartbeat is older than ``stale_s`` (or, on this host,
   whose process is gone) belongs to a dead run and is taken over.
-* ``<parent>/<name>.staging-<run_id>/``: everything a run writes, before it is complete.
-  Leftover staging folders of dead runs are deleted when the next run takes the lock.
+* ``<parent>/<name>.staging-<key>/``: everything a run writes, before it is complete.
+  ``key`` is the run id, or a key the caller gives (the runner gives the job hash, so
+  that a restart of the same job finds its staging and resumes it). Leftover staging
+  folders of dead runs are deleted when the next run takes the lock, except the one it
+  is told to keep.
 * ``<output>/manifest.json`` (every file with rows and sha256), then ``<output>/_SUCCESS``
   written **last**; ``_SUCCESS`` holds the manifest's sha256.
 
@@ -162,11 +165,12 @@ class OutputRun:
     """One run's claim on an output: the lock, the staging folder, the publish."""
 
     def __init__(self, output: str, *, storage: fs.StorageOptions | None, run_id: str,
-                 heartbeat_s: float, lock: LockInfo) -> None:
+                 heartbeat_s: float, lock: LockInfo, staging_key: str | None = None) -> None:
         self.output = output
         self.storage = storage
         self.run_id = run_id
-        self.staging = staging_uri(output, run_id)
+        self.staging = staging_uri(output, staging_key or run_id)
+        self.resumable = False         # begin(): the kept staging folder already existed
         self.cleaned: list[str] = []   # leftover staging folders of dead runs, removed by begin()
         self._lock = lock
         self._stop = threading.Event()
@@ -176,9 +180,14 @@ class OutputRun:
 
     @classmethod
     def begin(cls, output: str, *, storage: fs.StorageOptions | None = None, heartbeat_s: float = HEARTBEAT_S,
-              stale_s: float = STALE_S) -> "OutputRun":
+              stale_s: float = STALE_S, staging_key: str | None = None, keep_staging: bool = False) -> "OutputRun":
         """Take the lock on ``output`` (refusing while a live run holds it), delete leftover
-        staging folders of dead runs and return the run with an empty staging folder."""
+        staging folders of dead runs and return the run with its staging folder.
+
+        ``staging_key`` names the staging folder (default: the run id, always new); with
+        ``keep_staging`` an existing staging folder of that name is kept (and
+        :attr:`resumable` is True) for the caller to resume, every other one is deleted.
+        The lock always carries this run's own random id, host and pid."""
         run_id = new_run_id()
         now = time.time()
         info = LockInfo(run_id=run_id, host=socket.gethostname(), pid=os.getpid(), started=now, heartbeat=now)
@@ -194,8 +203,8 @@ class OutputRun:
         if read_lock(output, storage) != info:
             other = read_lock(output, storage)
             raise SpecError(f"{output} was just claimed by {other.describe() if other else 'another run'}")
-        run = cls(output, storage=storage, run_id=run_id, heartbeat_s=heartbeat_s, lock=info)
-        run._clean_leftovers()
+        run = cls(output, storage=storage, run_id=run_id, heartbeat_s=heartbeat_s, lock=info, staging_key=staging_key)
+        run._clean_leftovers(keep=run.staging if keep_staging else None)
         fs.makedirs(run.staging, storage)
         return run
 
@@ -208,10 +217,14 @@ class OutputRun:
             except OSError as exc:
                 log.warning("could not refresh the lock on %s: %s", self.output, exc)
 
-    def _clean_leftovers(self) -> None:
-        """Staging folders of earlier runs (we hold the lock: none of them is live)."""
+    def _clean_leftovers(self, keep: str | None) -> None:
+        """Staging folders of earlier runs (we hold the lock: none of them is live),
+        except ``keep``."""
         parent, name = fs.parent(self.output), fs.basename(self.output)
         for entry in fs.list_dir(parent, self.storage):
+            if keep is not None and entry == fs.basename(keep):
+                self.resumable = fs.is_dir(keep, self.storage)
+                continue
             if entry == f"{name}.staging" or entry.startswith(f"{name}.staging-"):
                 log.info("removing leftovers of an interrupted run: %s", fs.join(parent, entry))
                 fs.delete_tree(fs.join(parent, entry), self.storage)

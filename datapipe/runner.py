@@ -12,11 +12,15 @@ Between phases, a global stage's :meth:`~datapipe.stage.GlobalStage.decide` runs
 the driver over the splits' compact side files; the next phase applies its decisions
 where the text is.
 
-Everything is written under ``<output>.staging`` (keyed by the job hash); each split
-writes a done-record last. A restart of the same job reuses every split whose
-done-record and files verify; ``--force`` starts clean. After the accounting check
-(``in == out + dropped`` per stage and source, written files agreeing) the staging
-folder is committed to ``<output>``.
+``output`` is a local folder or a URI (``s3://...``): every file goes through
+:mod:`datapipe.fs`, and the tasks write their split's files straight to the store.
+The run holds the output's lock (:class:`datapipe.commit.OutputRun`) and writes
+everything under ``<output>.staging-<job hash[:16]>``; each split writes a done-record
+last. A restart of the same job finds that staging folder and reuses every split whose
+done-record and files verify; staging folders of other jobs are deleted; ``--force``
+starts clean. After the accounting check (``in == out + dropped`` per stage and source,
+written files agreeing) the staging folder is published to ``<output>`` with
+``_SUCCESS`` written last.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import os
 import pickle
 import shutil
 import signal
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -37,6 +42,7 @@ from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
+from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.spec import JobSpec, reader_for_source
@@ -46,8 +52,9 @@ from datapipe.stage import BatchStats, StageContext
 
 log = logging.getLogger(__name__)
 
-SUCCESS = "_SUCCESS"
+SUCCESS = commit.SUCCESS
 JOB_MARK = "_JOB"
+STAGING_KEY_CHARS = 16   # of the job hash: names the staging folder a restart resumes
 
 
 @dataclasses.dataclass
@@ -154,7 +161,7 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
     done: dict[str, dict] = {}
     if resume:
         for ref in refs:
-            rec = verify_done(env.done_path(ref), env.staging)
+            rec = verify_done(env.done_path(ref), env.staging, env.storage)
             if rec is not None and rec.get("input") == env.input_digest:
                 done[ref.key] = rec
     reused = len(done)
@@ -187,27 +194,27 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     assert st is not None
     ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
                        stage_index=st.index)
-    os.makedirs(ctx.work_dir, exist_ok=True)
+    fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
     return st.make().decide(side, ctx), ctx.report
 
 
-def _digest(uri: str | None) -> str:
+def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
     """Identifies a global stage's decisions, so a restarted job reuses the next phase's
     splits only when the decisions are the same bytes."""
     if uri is None:
         return "none"
-    files = [uri] if os.path.isfile(uri) else sorted(str(p) for p in Path(uri).rglob("*.parquet"))
+    files = [uri] if fs.is_file(uri, storage) else [f for f in fs.list_files(uri, storage) if f.endswith(".parquet")]
     h = hashlib.sha256()
     for f in files:
-        h.update(sha256_of(f).encode())
+        h.update(sha256_of(f, storage).encode())
     return h.hexdigest()
 
 
 # -- shards ------------------------------------------------------------------------
 
-def _shard_env(job: JobSpec, staging: Path):
+def _shard_env(job: JobSpec):
     """(TokenizerInfo, ShardOptions, lineage) for the tasks, with the tokenizer file
     copied beside the shards so ``shards inspect`` decodes without being told."""
     from datapipe.tokenizer import tokenizer_info
@@ -226,7 +233,7 @@ def _shard_env(job: JobSpec, staging: Path):
     return info, job.shards, lineage
 
 
-def merge_shard_manifests(job: JobSpec, staging: Path, shard_env, records: list[dict]) -> dict[str, str]:
+def merge_shard_manifests(job: JobSpec, staging: str, shard_env, records: list[dict]) -> dict[str, str]:
     """One manifest per source from the splits' manifests, splits in plan order
     (O(shards) work on the driver). Every source gets one, empty when nothing is kept."""
     from datapipe.megatron import MANIFEST_FORMAT as FORMAT, MANIFEST_NAME as MANIFEST, MANIFEST_VERSION as VERSION, shard_dtype
@@ -240,14 +247,14 @@ def merge_shard_manifests(job: JobSpec, staging: Path, shard_env, records: list[
         for rec in records:
             if rec["key"].split("/")[0] != src.name or not rec.get("shards"):
                 continue
-            m = json.loads(Path(rec["shards"]["manifest"]).read_text())
+            m = json.loads(fs.read_text(rec["shards"]["manifest"], job.storage))
             part = rec["key"].split("/")[1]
             shards.extend({**r, "split": part} for r in m["shards"])
             docs += m["totals"]["documents"]
-        folder = staging / "shards" / src.name
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = fs.join(staging, "shards", src.name)
+        fs.makedirs(folder, job.storage)
         if info.path == "tokenizer.json":
-            shutil.copyfile(tokenizer_src, folder / "tokenizer.json")
+            fs.copy_file(tokenizer_src, fs.join(folder, "tokenizer.json"), job.storage)
         manifest = {
             "format": FORMAT, "version": VERSION, "source": src.name, "dtype": shard_dtype(info.vocab_size),
             "shard_tokens": opts.shard_tokens, "span_documents": opts.span_documents, "tokenizer": info.to_manifest(),
@@ -257,9 +264,9 @@ def merge_shard_manifests(job: JobSpec, staging: Path, shard_env, records: list[
             "totals": {"tokens": sum(r["tokens"] for r in shards), "documents": docs, "shards": len(shards)},
             "lineage": lineage,
         }
-        path = folder / MANIFEST
-        path.write_text(json.dumps(manifest, indent=2, ensure_ascii=False) + "\n")
-        out[src.name] = str(path)
+        path = fs.join(folder, MANIFEST)
+        fs.write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", job.storage)
+        out[src.name] = path
     return out
 
 
@@ -309,29 +316,29 @@ def check_accounting(chain: list[str], stats: dict[str, dict[str, dict[str, Any]
 
 # -- the job -----------------------------------------------------------------------
 
-def _status(output: Path) -> dict[str, Any] | None:
-    marker = output / SUCCESS
-    if marker.is_file():
-        try:
-            return json.loads(marker.read_text())
-        except ValueError:
-            return {}
-    return None
-
-
-def _open_staging(staging: Path, job_hash: str, force: bool, echo: Callable[[str], None]) -> bool:
-    """Prepare ``staging``; True when it holds an interrupted run of this same job to resume."""
-    mark = staging / JOB_MARK
-    if staging.exists():
-        same = mark.is_file() and mark.read_text().strip() == job_hash
-        if same and not force:
-            echo(f"resuming the interrupted run in {staging} (same job hash {job_hash})")
-            return True
-        echo(f"removing leftovers of an interrupted run: {staging}")
-        shutil.rmtree(staging)
-    (staging / "work").mkdir(parents=True)
-    mark.write_text(job_hash + "\n")
-    return False
+def _open_staging(job: JobSpec, job_hash: str, force: bool, echo: Callable[[str], None]) -> tuple[commit.OutputRun, bool]:
+    """Take the output's lock and prepare the staging folder, named by the job hash so
+    that a restart finds it. True when it holds an interrupted run of this same job to
+    resume; other jobs' staging folders (and, with ``force``, this one) are deleted."""
+    storage = job.storage
+    run = commit.OutputRun.begin(job.output, storage=storage, staging_key=job_hash[:STAGING_KEY_CHARS],
+                                 keep_staging=not force)
+    try:
+        for gone in run.cleaned:
+            echo(f"removing leftovers of an interrupted run: {gone}")
+        mark = fs.join(run.staging, JOB_MARK)
+        if run.resumable:
+            if fs.is_file(mark, storage) and fs.read_text(mark, storage).strip() == job_hash:
+                echo(f"resuming the interrupted run in {run.staging} (same job hash {job_hash})")
+                return run, True
+            echo(f"removing leftovers of an interrupted run: {run.staging}")
+            fs.delete_tree(run.staging, storage)
+        fs.makedirs(fs.join(run.staging, "work"), storage)
+        fs.write_text(mark, job_hash + "\n", storage)
+    except BaseException:
+        run.release()
+        raise
+    return run, False
 
 
 @contextlib.contextmanager
@@ -379,40 +386,45 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     """Run ``job`` end to end. A completed run with the same job hash is reused unless
     ``force``; a folder holding something else is never overwritten without ``force``;
     an interrupted run of the same job resumes from its finished splits."""
-    out = Path(job.output)
+    out, storage = job.output, job.storage
     job_hash = job.job_hash()
-    done = _status(out)
+    done = commit.read_status(out, storage)
     if done is not None and not force:
         if done.get("job_hash") == job_hash:
             echo(f"{out} is already complete for this job (job hash {job_hash}); nothing to do. "
                  "Use --force to run it again.")
-            report = json.loads((out / "report.json").read_text()) if (out / "report.json").is_file() else {}
-            return RunResult(output=str(out), skipped=True, report=report)
+            report_uri = fs.join(out, "report.json")
+            report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
+            return RunResult(output=out, skipped=True, report=report)
         raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
-    if done is None and out.exists() and any(out.iterdir()):
+    if done is None and not commit.is_datapipe_output(out, storage):
         # never delete a folder datapipe did not write, even with --force
         raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
 
-    staging = out.with_name(out.name + ".staging")
-    resume = _open_staging(staging, job_hash, force, echo)
+    run, resume = _open_staging(job, job_hash, force, echo)
+    staging = run.staging
+    records = Path(staging) if fs.is_local(staging) else Path(tempfile.mkdtemp(prefix="datapipe-run-"))
     from datapipe.progress import quiet_ray, restore_ray_logging
 
     verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
-    started_ray = ensure_ray(job, verbose=verbose)
-    ray_log = quiet_ray(staging / "logs", verbose=verbose)   # Ray's chatter to logs/ray.log
-    import ray
-
-    ctx = ray.data.DataContext.get_current()
-    ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
-    echo("\n".join(describe_plan(job, _cluster_cpus())))
+    ray_log, started_ray = None, False
     try:
+        started_ray = ensure_ray(job, verbose=verbose)
+        ray_log = quiet_ray(records / "logs", verbose=verbose)   # Ray's chatter to logs/ray.log
+        import ray
+
+        ctx = ray.data.DataContext.get_current()
+        ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
+        echo("\n".join(describe_plan(job, _cluster_cpus())))
         with _interruptible():
-            return _execute(job, staging, job_hash, resume=resume, echo=echo)
+            return _execute(job, run, records, job_hash, resume=resume, echo=echo)
     except KeyboardInterrupt:
         echo(f"interrupted: finished splits are kept in {staging}. Run the same command again to resume "
              "from them (same spec and inputs), or add --force to start clean.")
         if started_ray:
+            import ray
+
             ray.shutdown()
         raise
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
@@ -421,15 +433,23 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
             raise cause from None
         raise
     finally:
+        run.release()     # no-op after a publish; the staging folder stays for a resume
         restore_ray_logging(ray_log)
+        if records != Path(staging):
+            shutil.rmtree(records, ignore_errors=True)
 
 
-def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: Callable[[str], None]) -> RunResult:
+def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: str, *, resume: bool,
+             echo: Callable[[str], None]) -> RunResult:
+    """The phases, the checks, the report; then publishes ``run``. ``records_dir``: the
+    local folder of the report and Ray's log (the staging folder itself when local;
+    uploaded into it when remote)."""
     from datapipe.report import build_report, write_report
 
+    staging, storage = run.staging, job.storage
     started = time.time()
     refs = split_refs(job)
-    shard_env = _shard_env(job, staging) if job.shards is not None else None
+    shard_env = _shard_env(job) if job.shards is not None else None
     chain = ["read"] + [st.name for st in job.stages]
     progress = _progress(chain, echo)
     records: list[dict] = []
@@ -438,8 +458,8 @@ def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: 
     stage_reports: dict[str, Any] = {}
     decisions, digest = None, ""
     for ph in phases(job):
-        env = PhaseEnv(job=job, phase=ph, staging=str(staging), decisions=decisions, input_digest=digest,
-                       shards=shard_env if ph.after is None else None)
+        env = PhaseEnv(job=job, phase=ph, staging=staging, decisions=decisions, input_digest=digest,
+                       shards=shard_env if ph.after is None else None, storage=storage)
         recs, n_reused = _run_phase(env, refs, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
         records.extend(recs)
         reused.append(n_reused)
@@ -447,7 +467,7 @@ def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: 
             t0 = time.perf_counter()
             decisions, stage_reports[ph.after.name] = _decide(ph, sorted(r["side"] for r in recs if r["side"]), env, job)
             global_seconds[ph.after.name] = time.perf_counter() - t0
-            digest = _digest(decisions)
+            digest = _digest(decisions, storage)
     progress.close()
     last = [r for r in records if r["phase"] == len(reused) - 1]
     files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
@@ -469,13 +489,16 @@ def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: 
                           shards=shard_totals, splits=splits)
     from datapipe.inspect_rejects import drop_examples, examples_markdown
 
-    report["drop_examples"] = drop_examples(staging)        # report.json/report.md only, not the console
-    write_report(report, staging)
-    with open(staging / "report.md", "a", encoding="utf-8") as fh:
+    # report.json/report.md only, not the console (examples are read from a local staging folder only)
+    report["drop_examples"] = drop_examples(staging) if fs.is_local(staging) else {}
+    write_report(report, records_dir)
+    with open(records_dir / "report.md", "a", encoding="utf-8") as fh:
         fh.write(examples_markdown(report["drop_examples"]))
+    if records_dir != Path(staging):
+        fs.upload_tree(str(records_dir), staging, storage)
     if problems:
         raise JobError("accounting check failed, output not committed (see "
-                       f"{staging / 'report.md'}):\n  " + "\n  ".join(problems))
+                       f"{fs.join(staging, 'report.md')}):\n  " + "\n  ".join(problems))
     manifest = {
         "job": job.name,
         "spec_hash": job.spec_hash(),
@@ -484,19 +507,17 @@ def _execute(job: JobSpec, staging: Path, job_hash: str, *, resume: bool, echo: 
         "totals": report["totals"],
         "shards": shard_totals,
     }
-    (staging / "manifest.json").write_text(json.dumps(manifest, indent=2, sort_keys=True) + "\n")
-    shutil.rmtree(staging / "work", ignore_errors=True)
-    (staging / JOB_MARK).unlink()
-    (staging / SUCCESS).write_text(json.dumps({"job_hash": job_hash, "spec_hash": job.spec_hash(),
-                                               "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}) + "\n")
-    out = Path(job.output)
-    _commit(staging, out)
+    fs.write_text(fs.join(staging, commit.MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n", storage)
+    fs.delete_tree(fs.join(staging, "work"), storage)
+    fs.delete_file(fs.join(staging, JOB_MARK), storage)
+    run.publish({"job_hash": job_hash, "spec_hash": job.spec_hash(),
+                 "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
     echo(report["summary_text"])
-    echo(f"output committed: {out}")
-    return RunResult(output=str(out), skipped=False, report=report)
+    echo(f"output committed: {job.output}")
+    return RunResult(output=job.output, skipped=False, report=report)
 
 
-def _shard_totals(job: JobSpec, staging: Path, shard_env, records: list[dict], files: list[dict],
+def _shard_totals(job: JobSpec, staging: str, shard_env, records: list[dict], files: list[dict],
                   problems: list[str]) -> dict[str, Any]:
     from datapipe.shards import conservation_problems
 
@@ -506,30 +527,23 @@ def _shard_totals(job: JobSpec, staging: Path, shard_env, records: list[dict], f
         if f["kind"] == "documents":
             docs, toks = expected.get(f["source"], (0, 0))
             expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
-    problems += conservation_problems(expected, manifests)
+    problems += conservation_problems(expected, {src: fs.local_copy(m, job.storage) for src, m in manifests.items()})
     totals = {}
     for src, mpath in sorted(manifests.items()):
-        m = json.loads(Path(mpath).read_text())
-        totals[src] = {**m["totals"], "manifest": os.path.relpath(mpath, staging), "sha256": sha256_of(mpath)}
+        m = json.loads(fs.read_text(mpath, job.storage))
+        totals[src] = {**m["totals"], "manifest": fs.relative(mpath, staging), "sha256": sha256_of(mpath, job.storage)}
     return totals
 
 
-def _sweep_tmp(staging: Path) -> None:
-    """Remove temporary files left by killed attempts (their split was redone)."""
+def _sweep_tmp(staging: str) -> None:
+    """Remove temporary files left by killed attempts (their split was redone). Only
+    local files have temporary names; an unfinished upload never becomes an object."""
+    if not fs.is_local(staging):
+        return
     for kind in ("documents", "rejects", "shards"):
-        for p in (staging / kind).rglob("*.tmp") if (staging / kind).exists() else ():
+        folder = Path(fs.local_path(staging)) / kind
+        for p in folder.rglob("*.tmp") if folder.exists() else ():
             p.unlink(missing_ok=True)
-
-
-def _commit(staging: Path, out: Path) -> None:
-    """Atomically put ``staging`` at ``out`` (replacing an old output only now)."""
-    trash = None
-    if out.exists():
-        trash = out.with_name(out.name + f".old-{os.getpid()}")
-        os.rename(out, trash)
-    os.rename(staging, out)
-    if trash is not None:
-        shutil.rmtree(trash, ignore_errors=True)
 
 
 def _user_error(exc: BaseException) -> BaseException | None:

@@ -25,11 +25,13 @@ All file access goes through the small helpers at the end of this module.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
-import hashlib
 import io
 import json
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
@@ -40,6 +42,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
 from datapipe.errors import DatapipeError, JobError
@@ -114,6 +117,7 @@ class PhaseEnv:
     decisions: str | None = None       # the previous global stage's decisions (URI)
     input_digest: str = ""             # identifies this phase's inputs for resume
     shards: Any = None                 # TokenizerInfo + options when the job tokenizes
+    storage: fs.StorageOptions | None = None   # how ``staging`` is reached (picklable, no secrets)
 
     def work(self, *parts: str) -> str:
         return _join(self.staging, "work", *parts)
@@ -174,7 +178,7 @@ class SplitRunner:
             sink.add(batch)
         record = {"key": ref.key, "phase": env.phase.index, "input": env.input_digest,
                   "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **sink.close()}
-        _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode())
+        _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
         return record
 
     # -- input -------------------------------------------------------------------
@@ -184,10 +188,11 @@ class SplitRunner:
             yield from _read(env.job, ref, stats)
             return
         name = env.phase.before.name
-        drops = _decisions_for(env.decisions, ref.key)
+        drops = _decisions_for(env.decisions, ref.key, env.storage)
         schema = job_schema(env.job, env.phase.before.index)
         offset = 0
-        for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.job.execution.batch_rows):
+        for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.job.execution.batch_rows,
+                                           env.storage):
             batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
             offset += batch.num_rows
             ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
@@ -240,11 +245,13 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     return table
 
 
-def _decisions_for(uri: str | None, key: str) -> tuple[np.ndarray, list[str], list[str | None]]:
+def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None
+                   ) -> tuple[np.ndarray, list[str], list[str | None]]:
     """This split's decided rows (sorted), reasons and details."""
     if uri is None:
         return np.zeros(0, np.int64), [], []
-    table = pq.read_table(uri, columns=[ROW, "reason", "detail"], filters=[(SPLIT, "=", key)])
+    fsys, path = fs.resolve(uri, storage)
+    table = pq.read_table(path, filesystem=fsys, columns=[ROW, "reason", "detail"], filters=[(SPLIT, "=", key)])
     table = table.sort_by(ROW)
     return (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
             table.column("reason").to_pylist(), table.column("detail").to_pylist())
@@ -276,8 +283,8 @@ class _WorkSink:
 
     def __init__(self, env: PhaseEnv, ref: SplitRef, name: str, side) -> None:
         self.env, self.ref, self.name, self.side_fn = env, ref, name, side
-        self.rows = _TableWriter(env.rows_path(env.phase.index, ref), "parquet", "zstd")
-        self.side = _TableWriter(env.side_path(ref), "parquet", "zstd")
+        self.rows = _TableWriter(env.rows_path(env.phase.index, ref), "parquet", "zstd", env.storage)
+        self.side = _TableWriter(env.side_path(ref), "parquet", "zstd", env.storage)
         self.offset = 0
 
     def add(self, batch: pa.Table) -> None:
@@ -307,7 +314,7 @@ class _OutputSink:
         opts = env.job.output_options
         ext = ".parquet" if opts.format == "parquet" else {"zstd": ".jsonl.zst", "gzip": ".jsonl.gz"}.get(opts.compression, ".jsonl")
         self.writers = {kind: _TableWriter(_join(env.staging, kind, ref.source, ref.part + ext), opts.format,
-                                           opts.compression) for kind in ("documents", "rejects")}
+                                           opts.compression, env.storage) for kind in ("documents", "rejects")}
         self.reject_counts: dict[str, int] = {}
         self.tokens: list[pa.Table] = []
 
@@ -334,7 +341,7 @@ class _OutputSink:
             info = writer.close()
             if info is None:
                 continue
-            info.update(kind=kind, source=self.ref.source, path=os.path.relpath(info["path"], self.env.staging),
+            info.update(kind=kind, source=self.ref.source, path=fs.relative(info["path"], self.env.staging),
                         reject_counts=json.dumps(self.reject_counts if kind == "rejects" else {}, sort_keys=True))
             files.append(info)
         shards = self._write_shards() if self.env.shards is not None else None
@@ -351,20 +358,31 @@ class _OutputSink:
         table = _add_order_column(pa.concat_tables(self.tokens), opts.seed)
         table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
         src = self.ref.source
+        folder = _join(self.env.staging, "shards", src)
         manifest = self.env.work("shards", src, self.ref.part + ".json")
-        writer = SourceShardWriter(_join(self.env.staging, "shards", src), src, tokenizer_info=info,
-                                   shard_tokens=opts.shard_tokens, seed=opts.seed, lineage=lineage,
-                                   span_documents=opts.span_documents, stem=f"{src}-{self.ref.index:05d}",
-                                   manifest_path=manifest)
-        try:
-            for off in range(0, table.num_rows, opts.batch_rows):
-                flat, lengths = _flat_tokens(table.column("tokens").slice(off, opts.batch_rows))
-                writer.add(flat, lengths)
-            writer.finish()
-        finally:
-            writer.abort()
-        m = json.loads(_read_bytes(manifest))
-        written = [_file_info(_join(self.env.staging, "shards", src, r[k])) for r in m["shards"] for k in ("bin", "idx")]
+        with _local_dir(folder) as local:   # the writer fsyncs and memory-maps real files
+            local_manifest = os.path.join(local, ".manifest", self.ref.part + ".json") if local != folder else manifest
+            writer = SourceShardWriter(local, src, tokenizer_info=info,
+                                       shard_tokens=opts.shard_tokens, seed=opts.seed, lineage=lineage,
+                                       span_documents=opts.span_documents, stem=f"{src}-{self.ref.index:05d}",
+                                       manifest_path=local_manifest)
+            try:
+                for off in range(0, table.num_rows, opts.batch_rows):
+                    flat, lengths = _flat_tokens(table.column("tokens").slice(off, opts.batch_rows))
+                    writer.add(flat, lengths)
+                writer.finish()
+            finally:
+                writer.abort()
+            m = json.loads(_read_bytes(local_manifest))
+            written = []
+            for r in m["shards"]:
+                for k in ("bin", "idx"):
+                    uri = _join(folder, r[k])
+                    if local != folder:
+                        _upload(os.path.join(local, r[k]), uri, self.env.storage)
+                    written.append(dict(_file_info(os.path.join(local, r[k])), path=uri))
+            if local != folder:
+                _upload(local_manifest, manifest, self.env.storage)
         return {"manifest": manifest, "written": written}
 
 
@@ -372,8 +390,8 @@ class _TableWriter:
     """One output file, streamed: Parquet with fixed-size row groups, or JSONL lines.
     Nothing is created for a split with no rows."""
 
-    def __init__(self, path: str, fmt: str, compression: str) -> None:
-        self.path, self.fmt, self.compression = path, fmt, compression
+    def __init__(self, path: str, fmt: str, compression: str, storage: fs.StorageOptions | None = None) -> None:
+        self.path, self.fmt, self.compression, self.storage = path, fmt, compression, storage
         self.tmp = _tmp_name(path)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
@@ -399,7 +417,7 @@ class _TableWriter:
         table = pa.concat_tables(self._pending).combine_chunks()
         n = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
         if self._writer is None:
-            self._writer = _open_writer(self.tmp, table.schema, self.fmt, self.compression)
+            self._writer = _open_writer(self.tmp, table.schema, self.fmt, self.compression, self.storage)
         for off in range(0, n, ROW_GROUP_ROWS):
             self._writer.write(table.slice(off, min(ROW_GROUP_ROWS, n - off)))
         rest = table.slice(n)
@@ -412,7 +430,7 @@ class _TableWriter:
             return None
         self._writer.close()
         _publish(self.tmp, self.path)
-        info = _file_info(self.path)
+        info = _file_info(self.path, self.storage)
         info.update(rows=self._rows, text_bytes=self._text_bytes, num_tokens=self._tokens)
         return info
 
@@ -421,8 +439,8 @@ class _JsonlWriter:
     """Dolma-style JSON lines: ``id``, ``text``, ``source``, then every other written
     column under ``metadata``; one line per row, keys sorted."""
 
-    def __init__(self, path: str, compression: str) -> None:
-        raw = open(path, "wb")  # noqa: SIM115 - closed in close()
+    def __init__(self, path: str, compression: str, storage: fs.StorageOptions | None) -> None:
+        raw = _open_output(path, storage)
         if compression == "zstd":
             import zstandard
 
@@ -448,78 +466,104 @@ class _JsonlWriter:
             self._raw.close()
 
 
-def _open_writer(tmp: str, schema: pa.Schema, fmt: str, compression: str):
-    os.makedirs(os.path.dirname(tmp), exist_ok=True)
+def _open_writer(tmp: str, schema: pa.Schema, fmt: str, compression: str, storage: fs.StorageOptions | None):
     if fmt == "jsonl":
-        return _JsonlWriter(tmp, compression)
-    return pq.ParquetWriter(tmp, schema, compression=None if compression == "none" else compression)
+        return _JsonlWriter(tmp, compression, storage)
+    fs.makedirs(fs.parent(tmp), storage)
+    fsys, path = fs.resolve(tmp, storage)
+    return pq.ParquetWriter(path, schema, filesystem=fsys, compression=None if compression == "none" else compression)
 
 
-def _read_parquet_batches(path: str, batch_rows: int) -> Iterator[pa.Table]:
-    if not os.path.exists(path):
+def _read_parquet_batches(path: str, batch_rows: int, storage: fs.StorageOptions | None = None) -> Iterator[pa.Table]:
+    if not fs.exists(path, storage):
         return
-    f = pq.ParquetFile(path)
+    f = pq.ParquetFile(fs.arrow_input(path, storage))
     for rb in f.iter_batches(batch_size=batch_rows):
         yield pa.Table.from_batches([rb])
 
 
-# -- file helpers (the one place this module touches storage) ---------------------------
+# -- file helpers (the one place this module touches storage; all through datapipe.fs) --
+#
+# Locally a file is written under a temporary name and renamed. On an object store a
+# file appears whole when its upload completes (one PUT or a completed multipart
+# upload), so it is written under its final name.
 
 def _join(*parts: str) -> str:
-    return os.path.join(*parts)
+    return fs.join(*parts)
 
 
 def _tmp_name(path: str) -> str:
-    d, name = os.path.split(path)
+    if not fs.is_local(path):
+        return path
+    d, name = os.path.split(fs.local_path(path))
     return os.path.join(d, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
 
 
 def _publish(tmp: str, path: str) -> None:
-    os.replace(tmp, path)
+    if tmp != path:
+        os.replace(tmp, fs.local_path(path))
 
 
-def _write_bytes(path: str, data: bytes) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = _tmp_name(path)
-    with open(tmp, "wb") as f:
-        f.write(data)
-    _publish(tmp, path)
+def _open_output(path: str, storage: fs.StorageOptions | None):
+    """A writable binary stream at ``path`` (the caller closes it)."""
+    fs.makedirs(fs.parent(path), storage)
+    if fs.is_local(path):
+        return open(fs.local_path(path), "wb")  # noqa: SIM115 - closed by the caller
+    fsys, p = fs.resolve(path, storage)
+    return fsys.open_output_stream(p, compression=None)
 
 
-def _read_bytes(path: str) -> bytes:
-    with open(path, "rb") as f:
-        return f.read()
+def _write_bytes(path: str, data: bytes, storage: fs.StorageOptions | None = None) -> None:
+    fs.write_bytes(path, data, storage)
 
 
-def sha256_of(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+def _read_bytes(path: str, storage: fs.StorageOptions | None = None) -> bytes:
+    return fs.read_bytes(path, storage)
 
 
-def _file_info(path: str) -> dict[str, Any]:
-    return {"path": path, "file_bytes": os.path.getsize(path), "sha256": sha256_of(path)}
+def _upload(local: str, uri: str, storage: fs.StorageOptions | None) -> None:
+    with open(local, "rb") as fh:
+        fs.write_bytes(uri, fh.read(), storage)
 
 
-def verify_done(record_path: str, staging: str) -> dict[str, Any] | None:
+@contextlib.contextmanager
+def _local_dir(folder: str) -> Iterator[str]:
+    """``folder`` itself when local; else a task-local temporary folder (removed after)
+    whose files the caller uploads to ``folder``."""
+    if fs.is_local(folder):
+        os.makedirs(fs.local_path(folder), exist_ok=True)
+        yield fs.local_path(folder)
+        return
+    tmp = tempfile.mkdtemp(prefix="datapipe-shards-")
+    try:
+        yield tmp
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def sha256_of(path: str, storage: fs.StorageOptions | None = None) -> str:
+    return fs.sha256(path, storage)
+
+
+def _file_info(path: str, storage: fs.StorageOptions | None = None) -> dict[str, Any]:
+    return {"path": path, "file_bytes": fs.stat(path, storage).size, "sha256": sha256_of(path, storage)}
+
+
+def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:
     """The done-record at ``record_path`` when it and every file it lists are intact."""
     try:
-        record = json.loads(_read_bytes(record_path))
+        record = json.loads(_read_bytes(record_path, storage))
     except (OSError, ValueError):
         return None
     listed = list(record.get("work", [])) + [dict(f, path=_join(staging, f["path"])) for f in record.get("files", [])]
     if record.get("shards"):
         listed += record["shards"]["written"]
-        if not os.path.exists(record["shards"]["manifest"]):
+        if not fs.exists(record["shards"]["manifest"], storage):
             return None
     for f in listed:
         try:
-            if os.path.getsize(f["path"]) != f["file_bytes"] or sha256_of(f["path"]) != f["sha256"]:
+            if fs.stat(f["path"], storage).size != f["file_bytes"] or sha256_of(f["path"], storage) != f["sha256"]:
                 return None
         except OSError:
             return None
     return record
-
-

@@ -146,11 +146,10 @@ def test_sigterm_then_restart_reuses_splits_and_matches(ray_session, ray_cluster
                PYTHONPATH=str(Path(__file__).parents[2]))
     proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    done = tmp_path / "cut" / "out.staging" / "work" / "done" / "p0"
     total = len(split_refs(load_job(spec)))
     deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if done.exists() and len(list(done.rglob("*.json"))) >= 0.7 * total:
+    while time.time() < deadline and proc.poll() is None:   # staging: out.staging-<job hash[:16]>
+        if len(list((tmp_path / "cut").glob("out.staging-*/work/done/p0/**/*.json"))) >= 0.7 * total:
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the job finished before it could be interrupted"
@@ -161,6 +160,7 @@ def test_sigterm_then_restart_reuses_splits_and_matches(ray_session, ray_cluster
     again = _cli(["run", str(spec)], env, timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "resuming the interrupted run" in again.stdout
+    assert not list((tmp_path / "cut").glob("out.staging*")) and not (tmp_path / "cut" / "out.lock").exists()
     report = json.loads((tmp_path / "cut" / "out" / "report.json").read_text())
     assert report["splits"]["reused"] >= 1
     assert _outputs(tmp_path / "cut" / "out") == want

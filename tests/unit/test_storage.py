@@ -170,6 +170,23 @@ def test_second_run_on_a_live_output_refuses_and_a_stale_lock_is_taken_over(tmp_
     assert commit.OutputRun.begin(out, stale_s=0.0).run_id != "far"
 
 
+def test_keyed_staging_is_kept_for_a_resume_and_other_staging_is_cleaned(tmp_path):
+    out = str(tmp_path / "out")
+    first = commit.OutputRun.begin(out, staging_key="jobA", keep_staging=True)
+    assert first.staging == commit.staging_uri(out, "jobA") and not first.resumable
+    fs.write_text(fs.join(first.staging, "work", "done.json"), "{}")
+    first.release()                                   # interrupted: staging stays, lock goes
+    Path(commit.staging_uri(out, "jobB")).mkdir()     # another job's leftovers
+    again = commit.OutputRun.begin(out, staging_key="jobA", keep_staging=True)
+    assert again.resumable and again.cleaned == [commit.staging_uri(out, "jobB")]
+    assert fs.is_file(fs.join(again.staging, "work", "done.json")) and again.run_id != first.run_id
+    again.release()
+    forced = commit.OutputRun.begin(out, staging_key="jobA")   # --force: starts clean
+    assert not forced.resumable and forced.cleaned == [commit.staging_uri(out, "jobA")]
+    assert fs.list_dir(forced.staging) == []
+    forced.abort()
+
+
 def test_local_publish_replaces_and_a_tampered_manifest_is_not_trusted(tmp_path):
     out = str(tmp_path / "out")
     for n in (1, 2):
