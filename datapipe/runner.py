@@ -37,6 +37,7 @@ import signal
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -171,13 +172,17 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
         items = [{"ref": pickle.dumps(ref)} for ref in todo]
         ds = ray.data.from_items(items, override_num_blocks=len(items))
         common = dict(batch_size=1, batch_format="pyarrow", num_cpus=1)
-        if env.phase.needs_actor():
-            size = min(ex.actors_per_stage or _cluster_cpus(), len(todo))
-            ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
-                                compute=ray.data.ActorPoolStrategy(size=size),
-                                max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
-        else:
-            ds = ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
+        # Ray 2.60 takes retry counts only through the deprecated ``ray_remote_args``
+        # (there is no named parameter for them yet); the retries are deliberate
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            if env.phase.needs_actor():
+                size = min(ex.actors_per_stage or _cluster_cpus(), len(todo))
+                ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
+                                    compute=ray.data.ActorPoolStrategy(size=size),
+                                    max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
+            else:
+                ds = ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
         for row in ds.iter_rows():
             if row["error"] is not None:
                 raise pickle.loads(row["error"])
@@ -359,27 +364,9 @@ def _interruptible() -> Iterator[None]:
 
 
 def _progress(chain: list[str], echo: Callable[[str], None]):
-    try:
-        from datapipe.progress import Progress
-    except ImportError:
-        return _SplitCounter(echo)
+    from datapipe.progress import Progress
+
     return Progress(chain, echo)
-
-
-class _SplitCounter:
-    """Fallback progress: one line at most every 10 s with splits done."""
-
-    def __init__(self, echo: Callable[[str], None]) -> None:
-        self.echo, self.n, self.last = echo, 0, time.time()
-
-    def split_done(self, stats: dict) -> None:
-        self.n += 1
-        if time.time() - self.last >= 10:
-            self.echo(f"{self.n} split(s) done")
-            self.last = time.time()
-
-    def close(self) -> None:
-        pass
 
 
 def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = print) -> RunResult:
@@ -416,7 +403,10 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
 
         ctx = ray.data.DataContext.get_current()
         ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
-        echo("\n".join(describe_plan(job, _cluster_cpus())))
+        plan = describe_plan(job, _cluster_cpus())
+        # the whole plan on `datapipe -v` (and `validate`); one line otherwise
+        echo("\n".join(plan) if verbose else f"{plan[0]}: {len(job.sources)} sources, {len(split_refs(job))} "
+             f"read splits, {len(phases(job))} phase(s); `datapipe validate` shows the plan")
         with _interruptible():
             return _execute(job, run, records, job_hash, resume=resume, echo=echo)
     except KeyboardInterrupt:
@@ -512,7 +502,7 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
     fs.delete_file(fs.join(staging, JOB_MARK), storage)
     run.publish({"job_hash": job_hash, "spec_hash": job.spec_hash(),
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-    echo(report["summary_text"])
+    echo(report["console_text"])
     echo(f"output committed: {job.output}")
     return RunResult(output=job.output, skipped=False, report=report)
 
