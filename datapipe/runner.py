@@ -80,6 +80,8 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
         return False
     if verbose is None:
         verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
+    if not verbose:  # the driver's C++ core worker logs to stderr too; its log file keeps everything
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
     if os.environ.get("RAY_ADDRESS"):
@@ -405,8 +407,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
         ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
         plan = describe_plan(job, _cluster_cpus())
         # the whole plan on `datapipe -v` (and `validate`); one line otherwise
+        compute = "; ".join(f"[{ph.index}] {_compute(job, ph, _cluster_cpus()).split(',')[0]}" for ph in phases(job))
         echo("\n".join(plan) if verbose else f"{plan[0]}: {len(job.sources)} sources, {len(split_refs(job))} "
-             f"read splits, {len(phases(job))} phase(s); `datapipe validate` shows the plan")
+             f"read splits; phases {compute} (`datapipe validate` shows the plan)")
         with _interruptible():
             return _execute(job, run, records, job_hash, resume=resume, echo=echo)
     except KeyboardInterrupt:

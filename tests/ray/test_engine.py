@@ -100,6 +100,15 @@ def test_global_stage_zero_records_duplicate_ids_and_shards(ray_session, tmp_pat
     # files are named by read split; pyarrow reads the folder (no source= key clash)
     assert all(p.name.startswith("part-") for p in (out / "documents" / "main").iterdir())
     assert pq.read_table(out / "documents").num_rows == len(docs)
+    import pandas as pd   # what users try first: the folder, no options
+
+    import duckdb
+    import polars as pl
+
+    frame = pd.read_parquet(out / "documents")
+    assert len(frame) == len(docs) and set(frame["source"]) == {d["source"] for d in docs}
+    assert pl.read_parquet(out / "documents").height == len(docs)
+    assert duckdb.sql(f"select count(*) from read_parquet('{out / 'documents'}/**/*.parquet')").fetchall() == [(len(docs),)]
     # token shards: per split, merged into one manifest per source; verify passes
     assert verify_shards(out / "shards") == []
     m = json.loads((out / "shards" / "main" / "manifest.json").read_text())
