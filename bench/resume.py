@@ -57,10 +57,12 @@ def build_corpus(shared: Path, folder: Path, mb: int) -> int:
     return n
 
 
-def spec(folder: Path, cpus: int) -> Path:
+def spec(folder: Path, cpus: int, *, name: str = "resume-bench", more: str = "") -> Path:
+    """The benches' job over ``folder/data``: the heuristic chain, plus ``more`` (YAML
+    lines appended after the stages, e.g. further stages and a ``shards:`` key)."""
     path = folder / "job.yaml"
     path.write_text(textwrap.dedent(f"""
-        name: resume-bench
+        name: {name}
         output: out
         execution: {{num_cpus: {cpus}, split_bytes: 2000000, batch_rows: 512}}
         sources:
@@ -70,7 +72,7 @@ def spec(folder: Path, cpus: int) -> Path:
           - length: {{min_chars: 200}}
           - gopher_repetition: {{}}
           - gopher_quality: {{}}
-    """))
+    """) + textwrap.dedent(more))
     return path
 
 

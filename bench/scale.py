@@ -20,7 +20,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import textwrap
 import threading
 import time
 from pathlib import Path
@@ -28,27 +27,16 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
 
-from resume import build_corpus  # noqa: E402
+from resume import build_corpus, spec  # noqa: E402
 
 
 def job_spec(folder: Path, cpus: int, shared: Path) -> Path:
-    path = folder / "job.yaml"
-    path.write_text(textwrap.dedent(f"""
-        name: scale-bench
-        output: out
-        execution: {{num_cpus: {cpus}, split_bytes: 2000000, batch_rows: 512}}
-        sources:
-          - {{name: books, format: jsonl, paths: [data/*.jsonl], options: {{id_key: id}}}}
-        stages:
-          - normalize: {{}}
-          - length: {{min_chars: 200}}
-          - gopher_repetition: {{}}
-          - gopher_quality: {{}}
+    """resume.py's job with FineWeb and token shards added."""
+    return spec(folder, cpus, name="scale-bench", more=f"""\
           - fineweb: {{}}
           - tokenize: {{tokenizer: {shared}/tokenizers/tiny-2k.tokenizer.json}}
         shards: {{shard_tokens: 1048576}}
-    """))
-    return path
+    """)
 
 
 def measure(job: str) -> None:
