@@ -187,10 +187,7 @@ def main(argv: list[str] | None = None) -> int:
         for fmt, s in sorted(q.per_format.items()):
             print(f"  {fmt:<40} {s.tp:>3}/{s.gold:<3} {s.recall:.2f}")
     if args.misses:
-        print("\nmisses:")
-        print("\n".join("  " + m for m in q.misses) or "  none")
-        print("false positives:")
-        print("\n".join("  " + m for m in q.false_positives) or "  none")
+        _print_misses(q, "\nmisses", "false positives")
     fails = q.failures()
     for key, now in (("precision", q.overall.precision), ("hard_negative_pass", q.hard_negative_pass)):
         if now < BASELINE[key]:
@@ -199,6 +196,13 @@ def main(argv: list[str] | None = None) -> int:
         fails += _faker_report(args)
     print("\ntargets:", "all met" if not fails else "NOT met: " + "; ".join(fails))
     return 0 if not fails else 1
+
+
+def _print_misses(q, misses: str, false_positives: str) -> None:
+    print(f"{misses}:")
+    print("\n".join("  " + m for m in q.misses) or "  none")
+    print(f"{false_positives}:")
+    print("\n".join("  " + m for m in q.false_positives) or "  none")
 
 
 def _faker_report(args: argparse.Namespace) -> list[str]:
@@ -218,10 +222,7 @@ def _faker_report(args: argparse.Namespace) -> list[str]:
             if s.tp < s.gold:
                 print(f"  {fmt:<24} {s.tp:>3}/{s.gold:<3} {s.recall:.2f}")
     if args.misses:
-        print("Faker misses:")
-        print("\n".join("  " + m for m in q.misses) or "  none")
-        print("Faker false positives:")
-        print("\n".join("  " + m for m in q.false_positives) or "  none")
+        _print_misses(q, "Faker misses", "Faker false positives")
     return fails
 
 
