@@ -118,6 +118,16 @@ def _compute(job: JobSpec, phase: Phase, cpus: int | None) -> str:
     return "tasks, 1 CPU each, one per split"
 
 
+def _plan_text(job: JobSpec, cpus: int, verbose: bool) -> str:
+    """What a run prints before it starts: the whole plan with ``-v`` (as ``validate``
+    prints it), otherwise one line with the split count and each phase's compute."""
+    if verbose:
+        return "\n".join(describe_plan(job, cpus))
+    compute = "; ".join(f"[{ph.index}] {_compute(job, ph, cpus).split(',')[0]}" for ph in phases(job))
+    return (f"job {job.name!r} ({job.path}) -> {job.output}: {len(job.sources)} sources, "
+            f"{len(split_refs(job))} read splits; phases {compute} (`datapipe validate` shows the plan)")
+
+
 def describe_plan(job: JobSpec, cpus: int | None = None) -> list[str]:
     """Human-readable plan (what ``datapipe validate`` prints): sources and splits, and
     for every phase its stages and the compute it gets (``cpus``: the cluster's, when
@@ -405,11 +415,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
 
         ctx = ray.data.DataContext.get_current()
         ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
-        plan = describe_plan(job, _cluster_cpus())
-        # the whole plan on `datapipe -v` (and `validate`); one line otherwise
-        compute = "; ".join(f"[{ph.index}] {_compute(job, ph, _cluster_cpus()).split(',')[0]}" for ph in phases(job))
-        echo("\n".join(plan) if verbose else f"{plan[0]}: {len(job.sources)} sources, {len(split_refs(job))} "
-             f"read splits; phases {compute} (`datapipe validate` shows the plan)")
+        echo(_plan_text(job, _cluster_cpus(), verbose))
         with _interruptible():
             return _execute(job, run, records, job_hash, resume=resume, echo=echo)
     except KeyboardInterrupt:
