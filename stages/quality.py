@@ -120,10 +120,6 @@ class QualityFilter(FilterStage):
     reads = (S.TEXT,)
     adds = {QUALITY_SCORE: pa.float32()}
 
-    def needs_stable_batches(self) -> bool:
-        cfg = self.config
-        return cfg.mode == "top_fraction" and cfg.top_fraction_scope == "batch"
-
     def setup(self) -> None:
         cfg: QualityConfig = self.config
         card = read_card(cfg.model, required=True)
