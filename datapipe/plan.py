@@ -60,6 +60,9 @@ class Phase:
 
 @dataclass(frozen=True, kw_only=True)
 class Plan:
+    """What the runner executes. ``job`` stays for what is the job's, not a stage's:
+    output, storage, execution options, hashes."""
+
     job: JobSpec
     readers: Mapping[str, Any]          # source name -> its reader
     splits: tuple[SplitRef, ...]
@@ -79,16 +82,19 @@ class Plan:
 def compile_plan(job: JobSpec) -> Plan:
     """The plan of ``job``: readers, splits, phases and sink, built once."""
     readers = {src.name: reader_for_source(job, src) for src in job.sources}
-    splits = tuple(SplitRef(source=src.name, index=i, split=split)
-                   for src in job.sources
-                   for i, split in enumerate(readers[src.name].plan(list(src.files),
-                                                                    split_bytes=job.execution.split_bytes)))
-    return Plan(job=job, readers=readers, splits=splits, phases=tuple(_phases(job)), sink=_sink(job))
+    return Plan(job=job, readers=readers, splits=tuple(_splits(job, readers)), phases=tuple(_phases(job)),
+                sink=_sink(job))
 
 
 def split_refs(job: JobSpec) -> list[SplitRef]:
-    """Every source's read splits, numbered in plan order."""
-    return list(compile_plan(job).splits)
+    """Every source's read splits, numbered in plan order (the plan's ``splits``)."""
+    return _splits(job, {src.name: reader_for_source(job, src) for src in job.sources})
+
+
+def _splits(job: JobSpec, readers: Mapping[str, Any]) -> list[SplitRef]:
+    return [SplitRef(source=src.name, index=i, split=split)
+            for src in job.sources
+            for i, split in enumerate(readers[src.name].plan(list(src.files), split_bytes=job.execution.split_bytes))]
 
 
 def _schemas(job: JobSpec) -> list[pa.Schema]:

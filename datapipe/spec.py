@@ -16,7 +16,10 @@ stages:
 
 Everything loads into the dataclasses below; unknown keys, wrong types, unknown stages,
 missing files and impossible column chains raise :class:`SpecError` naming the key and
-the file, before any data moves.
+the file, before any data moves. Stage names resolve against the registry
+:func:`load_job` is given (default: every installed plugin's stages,
+:mod:`datapipe.plugins`); :func:`datapipe.plan.compile_plan` turns the loaded job into
+the plan the runner executes.
 
 Placeholders in any string value: ``{spec_dir}`` (this file's folder), ``{stdlib}`` (the
 running interpreter's standard library, real code on every machine), ``{shared}``
@@ -56,8 +59,9 @@ SOURCE_KEYS = {"name", "format", "paths", "options"}
 class ExecutionSpec:
     """How the job uses Ray. ``num_cpus`` only applies to the embedded local Ray.
 
-    ``actors_per_stage``: actors for a segment with a model stage (default: every CPU
-    of the cluster; read is fused into the actors, so no core is left idle).
+    ``actors_per_stage``: actors for a phase whose stages declare actors
+    (``Compute(kind="actor")``; default: the stages' ``concurrency``, else every CPU of
+    the cluster; read is fused into the actors, so no core is left idle).
     ``max_retries``: times a split's task (or an actor's call) is retried after its
     worker died; ``max_restarts``: times a dead stage actor is restarted. A retried
     split rewrites its own files, so nothing is counted twice."""
@@ -530,7 +534,7 @@ def reader_for_source(job: JobSpec, src: SourceSpec):
                                batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes)
 
 
-def check_chain(job: JobSpec, registry: Registry) -> dict[str, list[frozenset[str]]]:
+def check_chain(job: JobSpec, registry: Registry) -> None:
     """Walk every source through the stages; a stage reading a column its source does
     not have at that point is an error naming the stage, the column and the fix (the
     stages of ``registry`` that add it)."""
@@ -538,13 +542,10 @@ def check_chain(job: JobSpec, registry: Registry) -> dict[str, list[frozenset[st
     for n, cls in registry.items():
         for col in cls.adds:
             adders.setdefault(col, []).append(n)
-    trace: dict[str, list[frozenset[str]]] = {}
     for src in job.sources:
         available = frozenset(reader_for_source(job, src).provides())
-        trace[src.name] = [available]
         for st in job.stages:
             if not st.applies_to(src.name):
-                trace[src.name].append(available)
                 continue
             missing = [c for c in st.cls.reads if c not in available]
             if missing:
@@ -557,5 +558,3 @@ def check_chain(job: JobSpec, registry: Registry) -> dict[str, list[frozenset[st
                     f"{src.name!r} (format {src.format}) does not have at that point; {how}"
                 )
             available = available | frozenset(st.cls.adds)
-            trace[src.name].append(available)
-    return trace

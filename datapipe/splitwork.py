@@ -117,7 +117,7 @@ class SplitRunner:
     def run(self, ref: SplitRef) -> dict[str, Any]:
         env = self.env
         stats: ST.SplitStats = {}
-        sink = _WorkSink(env, ref, self.glob.name, self.glob.side) if self.glob is not None else _OutputSink(env, ref)
+        out = _WorkFiles(env, ref, self.glob.name, self.glob.side) if self.glob is not None else _OutputFiles(env, ref)
         t0 = time.perf_counter()
         for batch in self._input(ref, stats):
             for spec, stage, schema in zip(env.phase.stages, self.stages, env.phase.schemas):
@@ -128,9 +128,9 @@ class SplitRunner:
                                    "stages mark drops, never remove rows")
                 batch = S.conform(batch, schema)
                 ST.add(stats, spec.name, st)
-            sink.add(batch)
+            out.add(batch)
         record = {"key": ref.key, "phase": env.phase.index, "input": env.input_digest,
-                  "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **sink.close()}
+                  "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **out.close()}
         _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
         return record
 
@@ -226,7 +226,7 @@ def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Tabl
 
 # -- sinks ---------------------------------------------------------------------------
 
-class _WorkSink:
+class _WorkFiles:
     """Before a global stage: every row to the work file, ``side()`` of the alive rows
     (with ``_split``/``_row``) to the side file."""
 
@@ -255,7 +255,7 @@ class _WorkSink:
         return {"work": work, "side": side, "files": [], "sink": None}
 
 
-class _OutputSink:
+class _OutputFiles:
     """After the last global stage: documents and rejects files, and the kept documents
     to the plan's document sink."""
 
