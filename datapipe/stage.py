@@ -1,7 +1,8 @@
 """Stage base classes.
 
 A stage is one class with a ``name``, a keyword-only ``Config`` dataclass, optional
-``setup()`` (heavy state, run once per Ray actor) and one hot method over a
+``setup()`` (heavy state: once per Ray actor when ``compute`` asks for actors) and one
+hot method over a
 ``pyarrow.Table`` batch. The base class does the rest: it hands the hot method only
 the documents still alive, marks drops with stage and reason, counts, times, and
 keeps every batch on the declared schema.
