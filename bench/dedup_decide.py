@@ -63,7 +63,7 @@ def run_new(t, work: Path, **cfg) -> tuple[float, float, int, dict]:
         files.append(str(work / "side" / f"{i:08d}.parquet"))
         pq.write_table(side, files[-1])
     t_side = time.perf_counter() - t0
-    ctx = StageContext(work_dir=str(work), sources=("docs",), stage_index=0)
+    ctx = StageContext(work_dir=str(work), sources=("docs",))
     t0 = time.perf_counter()
     uri = stage.decide(files, ctx)
     t_decide = time.perf_counter() - t0
@@ -80,7 +80,7 @@ t = pq.read_table(sys.argv[1])
 ray.init(num_cpus=int(sys.argv[3]), include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
 ray.data.DataContext.get_current().enable_progress_bars = False
 ds = ray.data.from_arrow([t.slice(i, 8192) for i in range(0, t.num_rows, 8192)])
-ctx = StageContext(work_dir=sys.argv[2], sources=("docs",), stage_index=0)
+ctx = StageContext(work_dir=sys.argv[2], sources=("docs",))
 t0 = time.perf_counter()
 out = Dedup(DedupConfig()).run(ds, ctx).materialize()
 secs = time.perf_counter() - t0

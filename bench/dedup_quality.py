@@ -297,7 +297,7 @@ def run_ours(docs: list[dict], work: Path, **cfg) -> tuple[set[str], float, dict
             "_row", pa.array(range(len(part)), pa.int64()))
         files.append(str(work / "side" / f"{src}.parquet"))
         pq.write_table(side, files[-1])
-    ctx = StageContext(work_dir=str(work), sources=SOURCES, stage_index=0)
+    ctx = StageContext(work_dir=str(work), sources=SOURCES)
     uri = stage.decide(files, ctx)
     secs = time.perf_counter() - t0
     removed = set()

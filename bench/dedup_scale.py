@@ -142,7 +142,7 @@ def run_one(data: Path, work: Path, cpus: int) -> dict:
     sampler.start()
     ds = ray.data.read_parquet(str(data)).materialize()   # what the runner hands a global stage
     shutil.rmtree(work, ignore_errors=True)
-    ctx = StageContext(work_dir=str(work), sources=SOURCES, stage_index=0)
+    ctx = StageContext(work_dir=str(work), sources=SOURCES)
     t0 = time.time()
     out = Dedup(DedupConfig(source_priority=SOURCES)).run(ds, ctx)
     t_mark = time.time()

@@ -81,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
 
     stage = PiiStage()
+    stage.ensure_setup()
     det, rep = stage.detector, stage.replacer
     sources = load_sources(shared_dir())
     types = [t for t in PII_TYPES if t in det.types]

@@ -2,17 +2,20 @@
 
 The public API is small: load a job spec and run it; run one stage on a table or inside
 your own Ray Data pipeline (:func:`stage`, :class:`StageUDF`, :func:`stages`, see
-``docs/python.md``); and the stage base classes to write new stages with. Everything
-else is an implementation detail.
+``docs/python.md``); and the stage base classes (with :class:`Compute`, how a stage
+runs) to write new stages with. Stages and subcommands come from plugins
+(:mod:`datapipe.plugins`); the engine never imports them by name. Everything else is an
+implementation detail.
 """
 
 from datapipe.api import StageResult, StageRunner, StageUDF, stage, stages
 from datapipe.errors import CorruptInputError, DatapipeError, JobError, SpecError
-from datapipe.stage import (AnnotatorStage, FilterStage, FormatterStage, GlobalStage, Rewrite, RewriteFilterStage,
-                            Stage, StageConfig)
+from datapipe.stage import (AnnotatorStage, Compute, FilterStage, FormatterStage, GlobalStage, Rewrite,
+                            RewriteFilterStage, Stage, StageConfig)
 
 __all__ = [
     "AnnotatorStage",
+    "Compute",
     "CorruptInputError",
     "DatapipeError",
     "FilterStage",

@@ -59,18 +59,18 @@ class StageResult(NamedTuple):
 
 def stages() -> list[str]:
     """The names of the registered stages (what a job spec's ``stages:`` accepts)."""
-    from stages import REGISTRY
+    from datapipe.plugins import stage_registry
 
-    return sorted(REGISTRY)
+    return sorted(stage_registry())
 
 
 def stage(name: str, /, *, sources: list[str] | None = None, **config: Any) -> "StageRunner":
     """The stage registered as ``name`` with ``config`` (its config dataclass's fields,
     checked as in a job spec), ready to run on tables. ``sources``: apply only to rows
     whose ``source`` column is one of these (others pass through)."""
-    from stages import stage_class
+    from datapipe.plugins import stage_class, stage_registry
 
-    cls = stage_class(name, where="datapipe.stage")
+    cls = stage_class(stage_registry(), name, where="datapipe.stage")
     if issubclass(cls, GlobalStage):
         raise SpecError(f"datapipe.stage: {name!r} is a global stage (it needs the whole corpus and a work folder); "
                         "run it in a job spec with `datapipe run`")

@@ -22,11 +22,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from datapipe.runner import describe_plan
+    from datapipe.plan import compile_plan, describe_plan
     from datapipe.spec import load_job
 
     job = load_job(args.job, output=args.output)
-    print("\n".join(describe_plan(job)))
+    print("\n".join(describe_plan(compile_plan(job))))
     print(f"spec OK (spec hash {job.spec_hash()})")
     return 0
 
@@ -49,24 +49,22 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_validate)
 
     from datapipe.inspect_rejects import add_cli as add_inspect_cli
-    from datapipe.lm.cli import add_cli as add_lm_cli
-    from datapipe.quality_train import add_cli as add_quality_cli
-
+    from datapipe.plugins import add_plugin_cli
     from datapipe.shards import add_cli as add_shards_cli
-    from datapipe.tokenizer import add_cli as add_tokenizer_cli
-    from trainer_bridge.mix import add_cli as add_mix_cli
 
-    add_tokenizer_cli(sub)
     add_shards_cli(sub)
-    add_quality_cli(sub)
-    add_lm_cli(sub)
-    add_mix_cli(sub)
     add_inspect_cli(sub)
+    add_plugin_cli(sub)   # tokenizer, quality, lm (stages); mix (trainer_bridge)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        parser = build_parser()
+    except DatapipeError as e:   # a plugin that fails to import: one line naming it
+        print(f"datapipe: error: {e}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -230,10 +230,11 @@ class SourceManifest:
 
 def make_manifest(
     *, folder: Path, source: str, dtype: str, shard_tokens: int, span_documents: bool, tokenizer: Mapping[str, Any],
-    order: Mapping[str, Any], shards: Sequence[ShardRecord], lineage: Mapping[str, Any],
+    order: Mapping[str, Any], shards: Sequence[ShardRecord | Mapping[str, Any]], lineage: Mapping[str, Any],
 ) -> bytes:
-    """The bytes of ``folder/manifest.json`` (deterministic: no timestamps, fixed key order)."""
-    records = [s.to_json(folder) for s in shards]
+    """The bytes of ``folder/manifest.json`` (deterministic: no timestamps, fixed key order).
+    ``shards``: records, or entries already in manifest form (merged split manifests)."""
+    records = [s.to_json(folder) if isinstance(s, ShardRecord) else dict(s) for s in shards]
     doc = {
         "format": MANIFEST_FORMAT, "version": MANIFEST_VERSION, "source": source, "dtype": dtype,
         "shard_tokens": shard_tokens, "span_documents": span_documents, "tokenizer": dict(tokenizer),

@@ -1,10 +1,11 @@
 """Runs a job: text moves once, stats travel as data, splits resume.
 
-The job's chain is cut at its global stages into phases (:mod:`datapipe.splitwork`). A
-phase is one Ray Data execution over the read splits' descriptors
-(``ray.data.from_items``): one task (or one call of a pooled actor, when a stage of the
-phase has ``setup()``) reads or reloads its split, runs the fused batch stages and writes
-that split's files itself. Nothing shuffles, sorts or materialises text; only small
+The runner executes a compiled :class:`~datapipe.plan.Plan` and knows no concrete
+stage. The plan's chain is cut at its global stages into phases. A phase is one Ray Data
+execution over the read splits' descriptors (``ray.data.from_items``): one task (or one
+call of a pooled actor, when a stage of the phase declares ``Compute(kind="actor")``)
+reads or reloads its split, runs the fused batch stages and writes that split's files
+itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards). Nothing shuffles, sorts or materialises text; only small
 records come back to the driver: files written (rows, bytes, sha256) and per-stage,
 per-source stats, which the driver adds up.
 
@@ -46,9 +47,10 @@ import pyarrow as pa
 from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
-from datapipe.spec import JobSpec, reader_for_source
-from datapipe.splitwork import (Phase, PhaseEnv, SplitRef, SplitRunner, phases, sha256_of,
-                                verify_done)
+from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
+from datapipe.plan import split_refs  # noqa: F401 - re-exported: tests and benches count splits with it
+from datapipe.spec import ExecutionSpec, JobSpec
+from datapipe.splitwork import PhaseEnv, SplitRunner, sha256_of, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
 
 log = logging.getLogger(__name__)
@@ -99,78 +101,38 @@ def _cluster_cpus() -> int:
     return max(1, int(ray.cluster_resources().get("CPU", 1)))
 
 
-# -- plan --------------------------------------------------------------------------
-
-def split_refs(job: JobSpec) -> list[SplitRef]:
-    """Every source's read splits, numbered in plan order (names depend on this only)."""
-    refs = []
-    for src in job.sources:
-        reader = reader_for_source(job, src)
-        for i, split in enumerate(reader.plan(list(src.files), split_bytes=job.execution.split_bytes)):
-            refs.append(SplitRef(source=src.name, index=i, split=split))
-    return refs
-
-
-def _compute(job: JobSpec, phase: Phase, cpus: int | None) -> str:
-    if phase.needs_actor():
-        n = job.execution.actors_per_stage or cpus
-        return (f"{n} actor(s)" if n else "one actor per CPU") + ", 1 CPU each, read fused in"
-    return "tasks, 1 CPU each, one per split"
-
-
-def _plan_text(job: JobSpec, cpus: int, verbose: bool) -> str:
-    """What a run prints before it starts: the whole plan with ``-v`` (as ``validate``
-    prints it), otherwise one line with the split count and each phase's compute."""
-    if verbose:
-        return "\n".join(describe_plan(job, cpus))
-    compute = "; ".join(f"[{ph.index}] {_compute(job, ph, cpus).split(',')[0]}" for ph in phases(job))
-    return (f"job {job.name!r} ({job.path}) -> {job.output}: {len(job.sources)} sources, "
-            f"{len(split_refs(job))} read splits; phases {compute} (`datapipe validate` shows the plan)")
-
-
-def describe_plan(job: JobSpec, cpus: int | None = None) -> list[str]:
-    """Human-readable plan (what ``datapipe validate`` prints): sources and splits, and
-    for every phase its stages and the compute it gets (``cpus``: the cluster's, when
-    known)."""
-    lines = [f"job {job.name!r} ({job.path}) -> {job.output}", f"on_error: {job.on_error}", "sources:"]
-    for src in job.sources:
-        reader = reader_for_source(job, src)
-        splits = reader.plan(list(src.files), split_bytes=job.execution.split_bytes)
-        mb = sum(f.size for f in src.files) / 1e6
-        lines.append(f"  {src.name:<10} {src.format:<8} {len(src.files):>5} files {mb:>9.2f} MB "
-                     f"{len(splits):>5} splits  root={src.root}")
-    lines.append("phases (each one pass over the splits; text never leaves its split's task):")
-    for ph in phases(job):
-        head = f"  [{ph.index}] {_compute(job, ph, cpus)}"
-        if ph.before is not None:
-            head += f"; applies {ph.before.name}'s decisions"
-        lines.append(head)
-        for st in ph.stages:
-            adds = ", ".join(st.cls.adds) or "-"
-            only = f"; only sources: {', '.join(sorted(st.sources))}" if st.sources is not None else ""
-            lines.append(f"      {st.name:<18} {st.cls.kind:<14} reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
-        if ph.after is not None:
-            lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver")
-    fmt = job.output_options.format
-    lines.append(f"outputs: documents/<source>/part-<split> and rejects/<source>/part-<split> ({fmt}), "
-                 + ("shards/<source>/ (per split) + manifest, " if job.shards is not None else "")
-                 + "report.json, report.md, drops.png, manifest.json")
-    lines.append(f"retries: task {job.execution.max_retries}, actor restarts {job.execution.max_restarts}; "
-                 "no block is ever skipped (max_errored_blocks = 0)")
-    return lines
-
-
 # -- one phase ---------------------------------------------------------------------
 
 def _run_split_task(batch: pa.Table, env: PhaseEnv) -> pa.Table:
     return SplitRunner(env)(batch)
 
 
-def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
-    """Records of every split for ``env.phase`` (reused or computed), in ``refs`` order,
-    and how many were reused."""
+def _map_splits(env: PhaseEnv, todo: list[SplitRef], ex: ExecutionSpec):
+    """The Ray Data execution of one phase over ``todo``, with the compute the phase's
+    stages declare: tasks, or a pool of actors (``execution.actors_per_stage``, else the
+    stages' ``concurrency``, else as many as the cluster's CPUs allow)."""
     import ray
 
+    c = env.phase.compute
+    items = [{"ref": pickle.dumps(ref)} for ref in todo]
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    common = dict(batch_size=1, batch_format="pyarrow", num_cpus=c.num_cpus, **({"num_gpus": c.num_gpus} if c.num_gpus else {}))
+    # Ray 2.60 takes retry counts only through the deprecated ``ray_remote_args``
+    # (there is no named parameter for them yet); the retries are deliberate
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        if c.kind == "actor":
+            size = ex.actors_per_stage or c.concurrency or max(1, int(_cluster_cpus() // c.num_cpus))
+            return ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
+                                  compute=ray.data.ActorPoolStrategy(size=min(size, len(todo))),
+                                  max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
+        return ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
+
+
+def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume: bool,
+               on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
+    """Records of every split for ``env.phase`` (reused or computed), in ``refs`` order,
+    and how many were reused."""
     done: dict[str, dict] = {}
     if resume:
         for ref in refs:
@@ -180,22 +142,7 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
     reused = len(done)
     todo = [ref for ref in refs if ref.key not in done]
     if todo:
-        ex = env.job.execution
-        items = [{"ref": pickle.dumps(ref)} for ref in todo]
-        ds = ray.data.from_items(items, override_num_blocks=len(items))
-        common = dict(batch_size=1, batch_format="pyarrow", num_cpus=1)
-        # Ray 2.60 takes retry counts only through the deprecated ``ray_remote_args``
-        # (there is no named parameter for them yet); the retries are deliberate
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-            if env.phase.needs_actor():
-                size = min(ex.actors_per_stage or _cluster_cpus(), len(todo))
-                ds = ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
-                                    compute=ray.data.ActorPoolStrategy(size=size),
-                                    max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
-            else:
-                ds = ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
-        for row in ds.iter_rows():
+        for row in _map_splits(env, todo, ex).iter_rows():
             if row["error"] is not None:
                 raise pickle.loads(row["error"])
             rec = json.loads(row["record"])
@@ -209,8 +156,7 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], *, resume: bool, on_done: Ca
 def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
     st = phase.after
     assert st is not None
-    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
-                       stage_index=st.index)
+    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources))
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
@@ -227,64 +173,6 @@ def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
     for f in files:
         h.update(sha256_of(f, storage).encode())
     return h.hexdigest()
-
-
-# -- shards ------------------------------------------------------------------------
-
-def _shard_env(job: JobSpec):
-    """(TokenizerInfo, ShardOptions, lineage) for the tasks, with the tokenizer file
-    copied beside the shards so ``shards inspect`` decodes without being told."""
-    from datapipe.tokenizer import tokenizer_info
-
-    st = job.tokenize_stage()
-    info = tokenizer_info(st.config.tokenizer, eos=getattr(st.config, "eos", None))
-    if os.path.isfile(str(info.path)):
-        info = dataclasses.replace(info, path="tokenizer.json")
-    else:
-        info = dataclasses.replace(info, path=os.path.basename(os.path.normpath(str(info.path))))
-    lineage = {
-        "job": job.name,
-        "spec_hash": job.spec_hash(),
-        "inputs": [{"source": s.name, "path": f.rel, "bytes": f.size} for s in job.sources for f in s.files],
-    }
-    return info, job.shards, lineage
-
-
-def merge_shard_manifests(job: JobSpec, staging: str, shard_env, records: list[dict]) -> dict[str, str]:
-    """One manifest per source from the splits' manifests, splits in plan order
-    (O(shards) work on the driver). Every source gets one, empty when nothing is kept."""
-    from datapipe.megatron import MANIFEST_FORMAT as FORMAT, MANIFEST_NAME as MANIFEST, MANIFEST_VERSION as VERSION, shard_dtype
-
-    info, opts, lineage = shard_env
-    tokenizer_src = job.tokenize_stage().config.tokenizer
-    out: dict[str, str] = {}
-    for src in job.sources:
-        shards = []
-        docs = 0
-        for rec in records:
-            if rec["key"].split("/")[0] != src.name or not rec.get("shards"):
-                continue
-            m = json.loads(fs.read_text(rec["shards"]["manifest"], job.storage))
-            part = rec["key"].split("/")[1]
-            shards.extend({**r, "split": part} for r in m["shards"])
-            docs += m["totals"]["documents"]
-        folder = fs.join(staging, "shards", src.name)
-        fs.makedirs(folder, job.storage)
-        if info.path == "tokenizer.json":
-            fs.copy_file(tokenizer_src, fs.join(folder, "tokenizer.json"), job.storage)
-        manifest = {
-            "format": FORMAT, "version": VERSION, "source": src.name, "dtype": shard_dtype(info.vocab_size),
-            "shard_tokens": opts.shard_tokens, "span_documents": opts.span_documents, "tokenizer": info.to_manifest(),
-            "order": {"key": "read splits in plan order; within a split xxh3_64(id utf-8, seed), then id",
-                      "seed": opts.seed},
-            "shards": shards,
-            "totals": {"tokens": sum(r["tokens"] for r in shards), "documents": docs, "shards": len(shards)},
-            "lineage": lineage,
-        }
-        path = fs.join(folder, MANIFEST)
-        fs.write_text(path, json.dumps(manifest, indent=2, ensure_ascii=False) + "\n", job.storage)
-        out[src.name] = path
-    return out
 
 
 # -- accounting --------------------------------------------------------------------
@@ -385,22 +273,11 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     """Run ``job`` end to end. A completed run with the same job hash is reused unless
     ``force``; a folder holding something else is never overwritten without ``force``;
     an interrupted run of the same job resumes from its finished splits."""
-    out, storage = job.output, job.storage
     job_hash = job.job_hash()
-    done = commit.read_status(out, storage)
-    if done is not None and not force:
-        if done.get("job_hash") == job_hash:
-            echo(f"{out} is already complete for this job (job hash {job_hash}); nothing to do. "
-                 "Use --force to run it again.")
-            report_uri = fs.join(out, "report.json")
-            report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
-            return RunResult(output=out, skipped=True, report=report)
-        raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
-                        "the spec or its inputs changed); use --force to replace it, or choose another output")
-    if done is None and not commit.is_datapipe_output(out, storage):
-        # never delete a folder datapipe did not write, even with --force
-        raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
-
+    previous = _previous_run(job, job_hash, force, echo)
+    if previous is not None:
+        return previous
+    plan = compile_plan(job)
     run, resume = _open_staging(job, job_hash, force, echo)
     staging = run.staging
     records = Path(staging) if fs.is_local(staging) else Path(tempfile.mkdtemp(prefix="datapipe-run-"))
@@ -415,9 +292,10 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
 
         ctx = ray.data.DataContext.get_current()
         ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
-        echo(_plan_text(job, _cluster_cpus(), verbose))
+        cpus = _cluster_cpus()
+        echo("\n".join(describe_plan(plan, cpus)) if verbose else plan_line(plan, cpus))
         with _interruptible():
-            return _execute(job, run, records, job_hash, resume=resume, echo=echo)
+            return _execute(plan, run, records, job_hash, resume=resume, echo=echo)
     except KeyboardInterrupt:
         echo(f"interrupted: finished splits are kept in {staging}. Run the same command again to resume "
              "from them (same spec and inputs), or add --force to start clean.")
@@ -438,55 +316,127 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
             shutil.rmtree(records, ignore_errors=True)
 
 
-def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: str, *, resume: bool,
+def _previous_run(job: JobSpec, job_hash: str, force: bool, echo: Callable[[str], None]) -> RunResult | None:
+    """The finished run of this same job at ``job.output`` (nothing to do), or None when
+    the job must run. Refuses to replace another job's output without ``force``, and a
+    folder datapipe did not write at all."""
+    out, storage = job.output, job.storage
+    done = commit.read_status(out, storage)
+    if done is not None and not force:
+        if done.get("job_hash") == job_hash:
+            echo(f"{out} is already complete for this job (job hash {job_hash}); nothing to do. "
+                 "Use --force to run it again.")
+            report_uri = fs.join(out, "report.json")
+            report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
+            return RunResult(output=out, skipped=True, report=report)
+        raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
+                        "the spec or its inputs changed); use --force to replace it, or choose another output")
+    if done is None and not commit.is_datapipe_output(out, storage):
+        # never delete a folder datapipe did not write, even with --force
+        raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
+    return None
+
+
+@dataclasses.dataclass
+class _PhaseResults:
+    """What the phases returned: every split's record (all phases), splits reused per
+    phase, and per global stage its decide() seconds and report."""
+
+    records: list[dict]
+    reused: list[int]
+    global_seconds: dict[str, float]
+    stage_reports: dict[str, Any]
+
+    def final(self) -> list[dict]:
+        """The final phase's records, in plan order."""
+        return [r for r in self.records if r["phase"] == len(self.reused) - 1]
+
+
+def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[dict], None]) -> _PhaseResults:
+    """Every phase over every split; between phases, the global stage decides once."""
+    job, storage = plan.job, plan.job.storage
+    res = _PhaseResults(records=[], reused=[], global_seconds={}, stage_reports={})
+    decisions, digest = None, ""
+    for ph in plan.phases:
+        env = PhaseEnv(phase=ph, staging=staging, readers=plan.readers if ph.before is None else {},
+                       batch_rows=job.execution.batch_rows, output=job.output_options, decisions=decisions,
+                       input_digest=digest, sink=plan.sink if ph.last else None, storage=storage)
+        recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done)
+        res.records.extend(recs)
+        res.reused.append(n_reused)
+        if ph.after is not None:
+            t0 = time.perf_counter()
+            decisions, res.stage_reports[ph.after.name] = _decide(ph, sorted(r["side"] for r in recs if r["side"]), env, job)
+            res.global_seconds[ph.after.name] = time.perf_counter() - t0
+            digest = _digest(decisions, storage)
+    return res
+
+
+def _merged_stats(res: _PhaseResults) -> dict[str, dict[str, dict[str, Any]]]:
+    """Every split's stats added up, with each global stage's decide() time on the driver
+    shared among its sources by documents in."""
+    stats = ST.merge_dicts(r["stats"] for r in res.records)
+    for name, seconds in res.global_seconds.items():
+        for st in stats.get(name, {}).values():
+            st["seconds"] += seconds * st["docs_in"] / max(1, sum(s["docs_in"] for s in stats[name].values()))
+    return stats
+
+
+def _execute(plan: Plan, run: commit.OutputRun, records_dir: Path, job_hash: str, *, resume: bool,
              echo: Callable[[str], None]) -> RunResult:
     """The phases, the checks, the report; then publishes ``run``. ``records_dir``: the
     local folder of the report and Ray's log (the staging folder itself when local;
     uploaded into it when remote)."""
-    from datapipe.report import build_report, write_report
+    from datapipe.report import build_report
 
-    staging, storage = run.staging, job.storage
+    job, staging = plan.job, run.staging
     started = time.time()
-    refs = split_refs(job)
-    shard_env = _shard_env(job) if job.shards is not None else None
-    chain = ["read"] + [st.name for st in job.stages]
-    progress = _progress(chain, echo)
-    records: list[dict] = []
-    reused: list[int] = []
-    global_seconds: dict[str, float] = {}
-    stage_reports: dict[str, Any] = {}
-    decisions, digest = None, ""
-    for ph in phases(job):
-        env = PhaseEnv(job=job, phase=ph, staging=staging, decisions=decisions, input_digest=digest,
-                       shards=shard_env if ph.after is None else None, storage=storage)
-        recs, n_reused = _run_phase(env, refs, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
-        records.extend(recs)
-        reused.append(n_reused)
-        if ph.after is not None:
-            t0 = time.perf_counter()
-            decisions, stage_reports[ph.after.name] = _decide(ph, sorted(r["side"] for r in recs if r["side"]), env, job)
-            global_seconds[ph.after.name] = time.perf_counter() - t0
-            digest = _digest(decisions, storage)
+    if plan.sink is not None:
+        plan.sink.prepare()
+    progress = _progress(plan.chain, echo)
+    res = _run_phases(plan, staging, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
     progress.close()
-    last = [r for r in records if r["phase"] == len(reused) - 1]
+    last = res.final()
     files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
-    stats = ST.merge_dicts(r["stats"] for r in records)
-    for name, seconds in global_seconds.items():  # decide() time on the driver
-        for st in stats.get(name, {}).values():
-            st["seconds"] += seconds * st["docs_in"] / max(1, sum(s["docs_in"] for s in stats[name].values()))
-    _sweep_tmp(staging)
+    stats = _merged_stats(res)
+    _sweep_tmp(staging, ["documents", "rejects"] + ([plan.sink.folder] if plan.sink is not None else []))
     wall = time.time() - started
 
-    by_name = {st.name: st for st in job.stages}
-    problems = check_accounting(chain, stats, files, [s.name for s in job.sources],
-                                lambda stage, src: stage == "read" or by_name[stage].applies_to(src))
-    shard_totals = _shard_totals(job, staging, shard_env, last, files, problems) if shard_env is not None else {}
-    splits = {"total": len(refs), "phases": len(reused), "reused": reused[0] if reused else 0,
-              "reused_per_phase": reused}
-    report = build_report(job, chain, stats, files, problems=problems, wall_seconds=wall, started=started,
-                          global_seconds=global_seconds, stage_reports=stage_reports, job_hash=job_hash,
-                          shards=shard_totals, splits=splits)
+    problems = check_accounting(plan.chain, stats, files, [s.name for s in job.sources], plan.applies)
+    sink_totals = _finish_sink(plan, staging, last, files, problems) if plan.sink is not None else {}
+    splits = {"total": len(plan.splits), "phases": len(res.reused), "reused": res.reused[0] if res.reused else 0,
+              "reused_per_phase": res.reused}
+    report = build_report(job, plan.chain, stats, files, problems=problems, wall_seconds=wall, started=started,
+                          global_seconds=res.global_seconds, stage_reports=res.stage_reports, job_hash=job_hash,
+                          shards=sink_totals, splits=splits)
+    _write_run_records(report, records_dir, staging, job.storage)
+    if problems:
+        raise JobError("accounting check failed, output not committed (see "
+                       f"{fs.join(staging, 'report.md')}):\n  " + "\n  ".join(problems))
+    _commit(job, run, job_hash, files, report, sink_totals)
+    echo(report["console_text"])
+    echo(f"output committed: {job.output}")
+    return RunResult(output=job.output, skipped=False, report=report)
+
+
+def _finish_sink(plan: Plan, staging: str, last: list[dict], files: list[dict], problems: list[str]) -> dict[str, Any]:
+    """The document sink's merge and check (its problems join ``problems``); its totals."""
+    assert plan.sink is not None
+    by_key = {r["key"]: r.get("sink") for r in last}
+    storage = plan.job.storage
+    result = plan.sink.finish(staging=staging, storage=storage, sources=[s.name for s in plan.job.sources],
+                              splits=[(sink_split(plan.sink, staging, ref, storage), by_key.get(ref.key))
+                                      for ref in plan.splits],
+                              documents=[f for f in files if f["kind"] == "documents"])
+    problems += result.problems
+    return result.totals
+
+
+def _write_run_records(report: dict[str, Any], records_dir: Path, staging: str, storage: fs.StorageOptions) -> None:
+    """report.json, report.md (with drop examples), drops.png into ``records_dir``, and
+    from there into the staging folder when that is remote."""
     from datapipe.inspect_rejects import drop_examples, examples_markdown
+    from datapipe.report import write_report
 
     # report.json/report.md only, not the console (examples are read from a local staging folder only)
     report["drop_examples"] = drop_examples(staging) if fs.is_local(staging) else {}
@@ -495,51 +445,34 @@ def _execute(job: JobSpec, run: commit.OutputRun, records_dir: Path, job_hash: s
         fh.write(examples_markdown(report["drop_examples"]))
     if records_dir != Path(staging):
         fs.upload_tree(str(records_dir), staging, storage)
-    if problems:
-        raise JobError("accounting check failed, output not committed (see "
-                       f"{fs.join(staging, 'report.md')}):\n  " + "\n  ".join(problems))
+
+
+def _commit(job: JobSpec, run: commit.OutputRun, job_hash: str, files: list[dict], report: dict[str, Any],
+            sink_totals: dict[str, Any]) -> None:
+    """``manifest.json`` (every output file with rows and sha256), the work area and the
+    job mark gone, then the staging folder published with ``_SUCCESS`` last."""
+    staging, storage = run.staging, job.storage
     manifest = {
         "job": job.name,
         "spec_hash": job.spec_hash(),
         "spec": job.canonical(),
         "files": [{k: f[k] for k in ("path", "kind", "source", "rows", "file_bytes", "sha256")} for f in files],
         "totals": report["totals"],
-        "shards": shard_totals,
+        "shards": sink_totals,
     }
     fs.write_text(fs.join(staging, commit.MANIFEST), json.dumps(manifest, indent=2, sort_keys=True) + "\n", storage)
     fs.delete_tree(fs.join(staging, "work"), storage)
     fs.delete_file(fs.join(staging, JOB_MARK), storage)
     run.publish({"job_hash": job_hash, "spec_hash": job.spec_hash(),
                  "finished": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())})
-    echo(report["console_text"])
-    echo(f"output committed: {job.output}")
-    return RunResult(output=job.output, skipped=False, report=report)
 
 
-def _shard_totals(job: JobSpec, staging: str, shard_env, records: list[dict], files: list[dict],
-                  problems: list[str]) -> dict[str, Any]:
-    from datapipe.shards import conservation_problems
-
-    manifests = merge_shard_manifests(job, staging, shard_env, records)
-    expected: dict[str, tuple[int, int]] = {}
-    for f in files:
-        if f["kind"] == "documents":
-            docs, toks = expected.get(f["source"], (0, 0))
-            expected[f["source"]] = (docs + f["rows"], toks + f["num_tokens"])
-    problems += conservation_problems(expected, {src: fs.local_copy(m, job.storage) for src, m in manifests.items()})
-    totals = {}
-    for src, mpath in sorted(manifests.items()):
-        m = json.loads(fs.read_text(mpath, job.storage))
-        totals[src] = {**m["totals"], "manifest": fs.relative(mpath, staging), "sha256": sha256_of(mpath, job.storage)}
-    return totals
-
-
-def _sweep_tmp(staging: str) -> None:
+def _sweep_tmp(staging: str, folders: list[str]) -> None:
     """Remove temporary files left by killed attempts (their split was redone). Only
     local files have temporary names; an unfinished upload never becomes an object."""
     if not fs.is_local(staging):
         return
-    for kind in ("documents", "rejects", "shards"):
+    for kind in folders:
         folder = Path(fs.local_path(staging)) / kind
         for p in folder.rglob("*.tmp") if folder.exists() else ():
             p.unlink(missing_ok=True)

@@ -41,7 +41,7 @@ same schema.
 
 from __future__ import annotations
 
-from typing import Iterable, Sequence
+from typing import Sequence
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -155,6 +155,3 @@ def text_bytes(table: pa.Table, column: str = TEXT) -> int:
     total = pc.sum(lengths).as_py()
     return int(total or 0)
 
-
-def concat(tables: Iterable[pa.Table]) -> pa.Table:
-    return pa.concat_tables(list(tables), promote_options="default")

@@ -16,7 +16,10 @@ stages:
 
 Everything loads into the dataclasses below; unknown keys, wrong types, unknown stages,
 missing files and impossible column chains raise :class:`SpecError` naming the key and
-the file, before any data moves.
+the file, before any data moves. Stage names resolve against the registry
+:func:`load_job` is given (default: every installed plugin's stages,
+:mod:`datapipe.plugins`); :func:`datapipe.plan.compile_plan` turns the loaded job into
+the plan the runner executes.
 
 Placeholders in any string value: ``{spec_dir}`` (this file's folder), ``{stdlib}`` (the
 running interpreter's standard library, real code on every machine), ``{shared}``
@@ -36,14 +39,15 @@ import re
 import sysconfig
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Mapping
 
 
 from datapipe import fs
-from datapipe import schema as S
 from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, Stage, StageConfig
+
+Registry = Mapping[str, type[Stage]]
 
 TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards", "storage"}
 # characters that cannot appear in a source name: it names a folder (source=<name>) and a shard file
@@ -55,8 +59,9 @@ SOURCE_KEYS = {"name", "format", "paths", "options"}
 class ExecutionSpec:
     """How the job uses Ray. ``num_cpus`` only applies to the embedded local Ray.
 
-    ``actors_per_stage``: actors for a segment with a model stage (default: every CPU
-    of the cluster; read is fused into the actors, so no core is left idle).
+    ``actors_per_stage``: actors for a phase whose stages declare actors
+    (``Compute(kind="actor")``; default: the stages' ``concurrency``, else every CPU of
+    the cluster; read is fused into the actors, so no core is left idle).
     ``max_retries``: times a split's task (or an actor's call) is retried after its
     worker died; ``max_restarts``: times a dead stage actor is restarted. A retried
     split rewrites its own files, so nothing is counted twice."""
@@ -106,7 +111,6 @@ class SourceSpec:
     name: str
     format: str
     files: tuple[Any, ...]          # datapipe.readers.InputFile
-    patterns: tuple[str, ...]
     options: Any                    # the reader's Options dataclass
     root: str
 
@@ -144,15 +148,8 @@ class JobSpec:
     stages: tuple[StageSpec, ...]
     execution: ExecutionSpec = field(default_factory=ExecutionSpec)
     output_options: OutputSpec = field(default_factory=OutputSpec)
-    shards: Any = None              # datapipe.shards.ShardOptions when a tokenize stage runs
+    shards: Any = None              # the ``shards:`` options of the stage with a sink (Stage.SinkOptions)
     storage: fs.StorageOptions = fs.DEFAULT   # how URIs are reached; never hashed (may name a profile)
-
-    def tokenize_stage(self) -> StageSpec | None:
-        """The stage that produces ``tokens`` (its config names the tokenizer), if any."""
-        for st in self.stages:
-            if "tokens" in st.cls.adds:
-                return st
-        return None
 
     def canonical(self) -> dict[str, Any]:
         """A JSON view that identifies the job's logic and inputs, independent of where
@@ -334,11 +331,14 @@ def default_shared(spec_dir: Path) -> str:
     return os.environ.get("DATAPIPE_SHARED", str((spec_dir / ".." / ".." / "shared").resolve()))
 
 
-def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
-    """Load and check a job spec; ``output`` overrides the spec's output folder."""
-    from datapipe.readers import READERS
-    from stages import stage_class
+def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Registry | None = None) -> JobSpec:
+    """Load and check a job spec; ``output`` overrides the spec's output folder.
+    ``registry``: stage name -> class (default: every installed plugin's stages,
+    :func:`datapipe.plugins.stage_registry`)."""
+    if registry is None:
+        from datapipe.plugins import stage_registry
 
+        registry = stage_registry()
     path = Path(path)
     raw = load_yaml_mapping(path, what="job spec", keys=TOP_KEYS)
     spec_dir = path.resolve().parent
@@ -349,6 +349,23 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         "models": os.environ.get("DATAPIPE_MODELS", str((spec_dir / ".." / "models").resolve())),
     }
     unexpanded, raw = raw, _expand(raw, subs)
+    _check_top_level(raw, path)
+    execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
+    output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
+    storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
+    out = _output(raw, output, path, spec_dir)
+    sources = _sources(raw, unexpanded, path, spec_dir, subs["shared"], storage)
+    stages = _stages(raw, unexpanded, path, {s.name for s in sources}, subs["shared"], registry)
+    shards = _sink_options(raw, stages, path)
+    _check_output_is_safe(out, spec_dir, sources, path, storage)
+    job = JobSpec(name=raw["name"], path=str(path), output=out, on_error=raw.get("on_error", "skip"),
+                  sources=tuple(sources), stages=tuple(stages), execution=execution,
+                  output_options=output_options, shards=shards, storage=storage)
+    check_chain(job, registry)
+    return job
+
+
+def _check_top_level(raw: dict, path: Path) -> None:
     unknown = set(raw) - TOP_KEYS
     if unknown:
         raise SpecError(f"{path}: unknown top-level key(s) {sorted(unknown)}; valid keys: {sorted(TOP_KEYS)}")
@@ -361,25 +378,30 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
     on_error = raw.get("on_error", "skip")
     if on_error not in ("skip", "fail"):
         raise SpecError(f"{path}: 'on_error' must be 'skip' or 'fail', got {on_error!r}")
-    execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
-    output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
-    storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
-    if output is not None:  # from the command line: relative to where the user is
+
+
+def _output(raw: dict, output: str | None, path: Path, spec_dir: Path) -> str:
+    """The output folder or URI: ``output`` (from the command line, relative to where the
+    user is) or the spec's (relative to the spec)."""
+    if output is not None:
         fs.check_output(output, where="--output")
-        out = output if not fs.is_local(output) else str(Path(fs.local_path(output)).resolve())
-    else:
-        out = raw["output"]
-        if not isinstance(out, str) or not out:
-            raise SpecError(f"{path}: 'output' must be a folder path or URI")
-        fs.check_output(out, where=f"{path}: output")
-        out = fs.absolute(out, str(spec_dir))
-        if fs.is_local(out):
-            out = str(Path(out).resolve())
+        return output if not fs.is_local(output) else str(Path(fs.local_path(output)).resolve())
+    out = raw["output"]
+    if not isinstance(out, str) or not out:
+        raise SpecError(f"{path}: 'output' must be a folder path or URI")
+    fs.check_output(out, where=f"{path}: output")
+    out = fs.absolute(out, str(spec_dir))
+    return str(Path(out).resolve()) if fs.is_local(out) else out
+
+
+def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, shared: str,
+             storage: fs.StorageOptions) -> list[SourceSpec]:
+    from datapipe.readers import READERS
 
     if not isinstance(raw["sources"], list) or not raw["sources"]:
         raise SpecError(f"{path}: 'sources' must be a non-empty list")
-    sources = []
-    names = set()
+    sources: list[SourceSpec] = []
+    names: set[str] = set()
     for i, src in enumerate(raw["sources"]):
         where = f"{path}: sources[{i}]"
         if not isinstance(src, dict):
@@ -397,16 +419,19 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         fmt = src["format"]
         if not isinstance(fmt, str) or fmt not in READERS:
             raise SpecError(f"{where}: unknown format {fmt!r}; valid formats: {', '.join(sorted(READERS))}")
-        paths = src["paths"]
-        if isinstance(paths, str):
-            paths = [paths]
+        paths = [src["paths"]] if isinstance(src["paths"], str) else src["paths"]
         if not isinstance(paths, list) or not paths:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
         options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
-        with _shared_hint(unexpanded["sources"][i], subs["shared"]):
+        with _shared_hint(unexpanded["sources"][i], shared):
             files, root = _resolve_files(paths, base=spec_dir, where=where, storage=storage)
-        sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), patterns=tuple(paths),
-                                  options=options, root=root))
+        sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), options=options, root=root))
+    return sources
+
+
+def _stages(raw: dict, unexpanded: dict, path: Path, names: set[str], shared: str,
+            registry: Registry) -> list[StageSpec]:
+    from datapipe.plugins import stage_class
 
     if not isinstance(raw["stages"], list):
         raise SpecError(f"{path}: 'stages' must be a list like [{{normalize: {{}}}}, {{length: {{min_chars: 50}}}}]")
@@ -424,10 +449,9 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
             raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}' or "
                             f"'{{stage: <name>, sources: [..], config: {{..}}}}', got {entry!r}")
         (sname, cfg), = entry.items()
-        where = f"{path}: stages[{i}] ({sname})"
-        cls = stage_class(sname, where=f"{path}: stages[{i}]")
-        with _shared_hint(unexpanded["stages"][i], subs["shared"]):
-            config = build(cls.Config, cfg, where=where)
+        cls = stage_class(registry, sname, where=f"{path}: stages[{i}]")
+        with _shared_hint(unexpanded["stages"][i], shared):
+            config = build(cls.Config, cfg, where=f"{path}: stages[{i}] ({sname})")
         if only is not None and issubclass(cls, GlobalStage):
             raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
         stages.append(StageSpec(name=instance or sname, cls=cls, config=config, index=i,
@@ -436,23 +460,24 @@ def load_job(path: str | os.PathLike, *, output: str | None = None) -> JobSpec:
         dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
         raise SpecError(f"{path}: stage name(s) {dup} appear more than once; to run a stage kind twice give each "
                         "entry its own name: '- {stage: quality, name: quality_web, sources: [web], config: {..}}'")
+    return stages
 
-    from datapipe.shards import ShardOptions
 
-    tokenizing = any("tokens" in st.cls.adds for st in stages)
-    for st in stages:
-        if "tokens" in st.cls.adds and st.sources is not None:
+def _sink_options(raw: dict, stages: list[StageSpec], path: Path) -> Any:
+    """The ``shards:`` options, built into the ``SinkOptions`` of the stage that writes
+    them (``tokenize``); None when no stage has a sink."""
+    sinking = [st for st in stages if st.cls.SinkOptions is not None]
+    for st in sinking:
+        if st.sources is not None:
             raise SpecError(f"{path}: stages[{st.index}] ({st.name}) must run on every source: token shards are "
                             "written for every source's kept documents; remove its 'sources' list")
-    if "shards" in raw and not tokenizing:
+    if len(sinking) > 1:
+        raise SpecError(f"{path}: stages {[st.name for st in sinking]} each write shards; keep one of them")
+    if "shards" in raw and not sinking:
         raise SpecError(f"{path}: 'shards' is set but no stage produces tokens; add a 'tokenize' stage or remove 'shards'")
-    shards = build(ShardOptions, raw.get("shards"), where=f"{path}: shards") if tokenizing else None
-    _check_output_is_safe(out, spec_dir, sources, path, storage)
-    job = JobSpec(name=name, path=str(path), output=out, on_error=on_error, sources=tuple(sources),
-                  stages=tuple(stages), execution=execution, output_options=output_options, shards=shards,
-                  storage=storage)
-    check_chain(job)
-    return job
+    if not sinking:
+        return None
+    return build(sinking[0].cls.SinkOptions, raw.get("shards"), where=f"{path}: shards")
 
 
 _INSTANCE_NAME = re.compile(r"[a-z][a-z0-9_]*")
@@ -509,22 +534,18 @@ def reader_for_source(job: JobSpec, src: SourceSpec):
                                batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes)
 
 
-def check_chain(job: JobSpec) -> dict[str, list[frozenset[str]]]:
+def check_chain(job: JobSpec, registry: Registry) -> None:
     """Walk every source through the stages; a stage reading a column its source does
-    not have at that point is an error naming the stage, the column and the fix."""
-    from stages import REGISTRY
-
+    not have at that point is an error naming the stage, the column and the fix (the
+    stages of ``registry`` that add it)."""
     adders: dict[str, list[str]] = {}
-    for n, cls in REGISTRY.items():
+    for n, cls in registry.items():
         for col in cls.adds:
             adders.setdefault(col, []).append(n)
-    trace: dict[str, list[frozenset[str]]] = {}
     for src in job.sources:
         available = frozenset(reader_for_source(job, src).provides())
-        trace[src.name] = [available]
         for st in job.stages:
             if not st.applies_to(src.name):
-                trace[src.name].append(available)
                 continue
             missing = [c for c in st.cls.reads if c not in available]
             if missing:
@@ -537,21 +558,3 @@ def check_chain(job: JobSpec) -> dict[str, list[frozenset[str]]]:
                     f"{src.name!r} (format {src.format}) does not have at that point; {how}"
                 )
             available = available | frozenset(st.cls.adds)
-            trace[src.name].append(available)
-    return trace
-
-
-def job_schema(job: JobSpec, upto: int | None = None):
-    """The Arrow schema after stage ``upto`` (exclusive; all stages when None)."""
-    import pyarrow as pa
-
-    extra: dict[str, pa.DataType] = {}
-    for st in job.stages[: upto if upto is not None else len(job.stages)]:
-        for col, typ in st.cls.adds.items():
-            if col not in S.BASE_COLUMNS:
-                extra.setdefault(col, typ)
-    return S.schema_with([pa.field(k, v) for k, v in extra.items()])
-
-
-def is_global(st: StageSpec) -> bool:
-    return issubclass(st.cls, GlobalStage)

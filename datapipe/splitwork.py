@@ -1,7 +1,7 @@
 """What one Ray task (or actor call) does with one read split: text moves once.
 
 A job's stage chain is cut at its global stages into *phases*. In every phase, one call
-of :func:`run_split` takes one read split from its input to its output:
+of :meth:`SplitRunner.run` takes one read split from its input to its output:
 
 * input: phase 0 reads the split with its reader; a later phase reloads the split's own
   rows from the work file the previous phase wrote and marks the rows the previous
@@ -10,8 +10,9 @@ of :func:`run_split` takes one read split from its input to its output:
 * output: before a global stage, the split's rows go to a work file and the stage's
   compact ``side()`` rows to a side file; after the last global stage, the kept
   documents and the rejects go to ``documents/<source>/part-<split>.parquet`` and
-  ``rejects/<source>/part-<split>.parquet`` (rows in read order) and, with a tokenize
-  stage, the split's token shards to ``shards/<source>/``.
+  ``rejects/<source>/part-<split>.parquet`` (rows in read order) and the kept documents
+  to the plan's document sink, if a stage provides one (``tokenize``: the split's token
+  shards, :mod:`datapipe.sink`).
 
 Every file name is a function of the split, never of scheduling, and files are written
 under a temporary name and renamed: a retried split overwrites its own files with the
@@ -25,17 +26,14 @@ All file access goes through the small helpers at the end of this module.
 
 from __future__ import annotations
 
-import contextlib
 import gzip
 import io
 import json
 import os
-import shutil
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import numpy as np
 import pyarrow as pa
@@ -46,77 +44,29 @@ from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
 from datapipe.errors import DatapipeError, JobError
-from datapipe.readers import ReadSplit
-from datapipe.spec import JobSpec, StageSpec, job_schema, reader_for_source
+from datapipe.plan import Phase, SplitRef
+from datapipe.sink import DocumentSink, SinkSplit, file_info
+from datapipe.spec import OutputSpec
 
 #: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
 ROW_GROUP_ROWS = 4096
 REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
-NOT_WRITTEN = {S.RAW, "tokens"}
 SPLIT, ROW = "_split", "_row"
 
 
 @dataclass(frozen=True)
-class SplitRef:
-    """One read split of one source, numbered in the source's plan order."""
-
-    source: str
-    index: int
-    split: ReadSplit
-
-    @property
-    def key(self) -> str:
-        return f"{self.source}/{self.index:05d}"
-
-    @property
-    def part(self) -> str:
-        return f"part-{self.index:05d}"
-
-
-@dataclass(frozen=True)
-class Phase:
-    """Stages run by one pass over the splits: after the global stage ``before`` (whose
-    decisions are applied first), up to the global stage ``after`` (None: the end)."""
-
-    index: int
-    stages: tuple[StageSpec, ...]
-    before: StageSpec | None
-    after: StageSpec | None
-
-    def needs_actor(self) -> bool:
-        return any(st.cls.needs_actor() for st in self.stages)
-
-    def names(self) -> list[str]:
-        return ([self.before.name] if self.before is not None else []) + [st.name for st in self.stages]
-
-
-def phases(job: JobSpec) -> list[Phase]:
-    """The job's chain cut at its global stages."""
-    from datapipe.spec import is_global
-
-    out: list[Phase] = []
-    current: list[StageSpec] = []
-    before = None
-    for st in job.stages:
-        if is_global(st):
-            out.append(Phase(index=len(out), stages=tuple(current), before=before, after=st))
-            current, before = [], st
-        else:
-            current.append(st)
-    out.append(Phase(index=len(out), stages=tuple(current), before=before, after=None))
-    return out
-
-
-@dataclass(frozen=True)
 class PhaseEnv:
-    """Everything a split's task needs besides the split (shipped once per worker)."""
+    """Everything a split's task needs besides the split (shipped once per worker): its
+    part of the plan, never the job spec."""
 
-    job: JobSpec
     phase: Phase
     staging: str
+    readers: Mapping[str, Any]         # source -> reader (phase 0 reads with them)
+    batch_rows: int                    # rows per batch when a later phase reloads a split
+    output: OutputSpec
     decisions: str | None = None       # the previous global stage's decisions (URI)
     input_digest: str = ""             # identifies this phase's inputs for resume
-    shards: Any = None                 # TokenizerInfo + options when the job tokenizes
+    sink: DocumentSink | None = None   # the final phase's document sink (prepared)
     storage: fs.StorageOptions | None = None   # how ``staging`` is reached (picklable, no secrets)
 
     def work(self, *parts: str) -> str:
@@ -133,6 +83,13 @@ class PhaseEnv:
         return self.work("side", self.phase.after.name, ref.source, ref.part + ".parquet")
 
 
+def sink_split(sink: DocumentSink, staging: str, ref: SplitRef, storage: fs.StorageOptions | None) -> SinkSplit:
+    """Where ``ref``'s sink output goes: ``<staging>/<folder>/<source>``, with its
+    records under ``<staging>/work/<folder>/<source>``."""
+    return SinkSplit(source=ref.source, index=ref.index, folder=_join(staging, sink.folder, ref.source),
+                     work_dir=_join(staging, "work", sink.folder, ref.source), storage=storage)
+
+
 class SplitRunner:
     """Runs one phase over splits; stages are built (and set up) once per process."""
 
@@ -141,11 +98,7 @@ class SplitRunner:
         self.stages = [st.make() for st in env.phase.stages]
         for stage in self.stages:
             stage.ensure_setup()
-        self.schemas = [job_schema(env.job, st.index + 1) for st in env.phase.stages]
         self.glob = env.phase.after.make() if env.phase.after is not None else None
-        self.side = None
-        if self.glob is not None:
-            self.side = self.glob.side
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
@@ -164,10 +117,10 @@ class SplitRunner:
     def run(self, ref: SplitRef) -> dict[str, Any]:
         env = self.env
         stats: ST.SplitStats = {}
-        sink = _WorkSink(env, ref, self.glob.name, self.side) if self.glob is not None else _OutputSink(env, ref)
+        out = _WorkFiles(env, ref, self.glob.name, self.glob.side) if self.glob is not None else _OutputFiles(env, ref)
         t0 = time.perf_counter()
         for batch in self._input(ref, stats):
-            for spec, stage, schema in zip(env.phase.stages, self.stages, self.schemas):
+            for spec, stage, schema in zip(env.phase.stages, self.stages, env.phase.schemas):
                 rows = batch.num_rows
                 batch, st = stage.process(batch)
                 if batch.num_rows != rows:
@@ -175,9 +128,9 @@ class SplitRunner:
                                    "stages mark drops, never remove rows")
                 batch = S.conform(batch, schema)
                 ST.add(stats, spec.name, st)
-            sink.add(batch)
+            out.add(batch)
         record = {"key": ref.key, "phase": env.phase.index, "input": env.input_digest,
-                  "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **sink.close()}
+                  "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **out.close()}
         _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
         return record
 
@@ -185,14 +138,13 @@ class SplitRunner:
     def _input(self, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
         env = self.env
         if env.phase.before is None:
-            yield from _read(env.job, ref, stats)
+            yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats)
             return
         name = env.phase.before.name
         drops = _decisions_for(env.decisions, ref.key, env.storage)
-        schema = job_schema(env.job, env.phase.before.index)
+        schema = env.phase.input_schema
         offset = 0
-        for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.job.execution.batch_rows,
-                                           env.storage):
+        for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.batch_rows, env.storage):
             batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
             offset += batch.num_rows
             ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
@@ -202,13 +154,10 @@ class SplitRunner:
                            f"which has {offset} rows")
 
 
-def _read(job: JobSpec, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
+def _read(reader: Any, schema: pa.Schema, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
     """The split's rows from its reader, with duplicate ids within the split marked
     ``read:duplicate_id`` (the first copy in read order is kept; its origin is the
     detail) and the read stats tallied."""
-    src = next(s for s in job.sources if s.name == ref.source)
-    reader = reader_for_source(job, src)
-    schema = job_schema(job, 0)
     seen: dict[str, str] = {}
     t0 = time.perf_counter()
     for table in reader.read(ref.split):
@@ -277,7 +226,7 @@ def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Tabl
 
 # -- sinks ---------------------------------------------------------------------------
 
-class _WorkSink:
+class _WorkFiles:
     """Before a global stage: every row to the work file, ``side()`` of the alive rows
     (with ``_split``/``_row``) to the side file."""
 
@@ -303,30 +252,33 @@ class _WorkSink:
     def close(self) -> dict[str, Any]:
         work = [f for f in (self.rows.close(), self.side.close()) if f is not None]
         side = next((f["path"] for f in work if f["path"] == self.env.side_path(self.ref)), None)
-        return {"work": work, "side": side, "files": [], "shards": None}
+        return {"work": work, "side": side, "files": [], "sink": None}
 
 
-class _OutputSink:
-    """After the last global stage: documents and rejects files, and token shards."""
+class _OutputFiles:
+    """After the last global stage: documents and rejects files, and the kept documents
+    to the plan's document sink."""
 
     def __init__(self, env: PhaseEnv, ref: SplitRef) -> None:
         self.env, self.ref = env, ref
-        opts = env.job.output_options
+        opts = env.output
         ext = ".parquet" if opts.format == "parquet" else {"zstd": ".jsonl.zst", "gzip": ".jsonl.gz"}.get(opts.compression, ".jsonl")
+        sums = env.sink.sums if env.sink is not None else ()
         self.writers = {kind: _TableWriter(_join(env.staging, kind, ref.source, ref.part + ext), opts.format,
-                                           opts.compression, env.storage) for kind in ("documents", "rejects")}
+                                           opts.compression, env.storage, sums=sums) for kind in ("documents", "rejects")}
+        self.not_written = S.NOT_WRITTEN | (env.sink.consumes if env.sink is not None else frozenset())
         self.reject_counts: dict[str, int] = {}
-        self.tokens: list[pa.Table] = []
+        self.extra = env.sink.open(sink_split(env.sink, env.staging, ref, env.storage)) if env.sink is not None else None
 
     def add(self, batch: pa.Table) -> None:
-        keep = [c for c in batch.column_names if c not in NOT_WRITTEN]
+        keep = [c for c in batch.column_names if c not in self.not_written]
         alive = S.alive_mask(batch)
         docs = batch.filter(alive)
         rejects = batch.filter(pc.invert(alive))
         if docs.num_rows:
             self.writers["documents"].add(docs.select(keep).drop_columns([S.REJECT_STAGE, S.REJECT_REASON, S.REJECT_DETAIL]))
-            if self.env.shards is not None:
-                self.tokens.append(docs.select([S.ID, "tokens"]))
+            if self.extra is not None:
+                self.extra.add(docs)
         if rejects.num_rows:
             rejects = rejects.select(keep)
             rejects = rejects.rename_columns([REJECT_RENAMES.get(c, c) for c in rejects.column_names])
@@ -344,53 +296,15 @@ class _OutputSink:
             info.update(kind=kind, source=self.ref.source, path=fs.relative(info["path"], self.env.staging),
                         reject_counts=json.dumps(self.reject_counts if kind == "rejects" else {}, sort_keys=True))
             files.append(info)
-        shards = self._write_shards() if self.env.shards is not None else None
-        return {"work": [], "side": None, "files": files, "shards": shards}
-
-    def _write_shards(self) -> dict[str, Any] | None:
-        """The split's kept documents, ordered by (xxh3(id, seed), id), as shards
-        ``<source>-<split>-NNNNN``; returns the split manifest's path and its files."""
-        from datapipe.shards import ORDER_COLUMN, SourceShardWriter, _add_order_column, _flat_tokens
-
-        if not self.tokens:
-            return None
-        info, opts, lineage = self.env.shards
-        table = _add_order_column(pa.concat_tables(self.tokens), opts.seed)
-        table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
-        src = self.ref.source
-        folder = _join(self.env.staging, "shards", src)
-        manifest = self.env.work("shards", src, self.ref.part + ".json")
-        with _local_dir(folder) as local:   # the writer fsyncs and memory-maps real files
-            local_manifest = os.path.join(local, ".manifest", self.ref.part + ".json") if local != folder else manifest
-            writer = SourceShardWriter(local, src, tokenizer_info=info,
-                                       shard_tokens=opts.shard_tokens, seed=opts.seed, lineage=lineage,
-                                       span_documents=opts.span_documents, stem=f"{src}-{self.ref.index:05d}",
-                                       manifest_path=local_manifest)
-            try:
-                for off in range(0, table.num_rows, opts.batch_rows):
-                    flat, lengths = _flat_tokens(table.column("tokens").slice(off, opts.batch_rows))
-                    writer.add(flat, lengths)
-                writer.finish()
-            finally:
-                writer.abort()
-            m = json.loads(_read_bytes(local_manifest))
-            written = []
-            for r in m["shards"]:
-                for k in ("bin", "idx"):
-                    uri = _join(folder, r[k])
-                    if local != folder:
-                        _upload(os.path.join(local, r[k]), uri, self.env.storage)
-                    written.append(dict(_file_info(os.path.join(local, r[k])), path=uri))
-            if local != folder:
-                _upload(local_manifest, manifest, self.env.storage)
-        return {"manifest": manifest, "written": written}
+        return {"work": [], "side": None, "files": files, "sink": self.extra.close() if self.extra is not None else None}
 
 
 class _TableWriter:
     """One output file, streamed: Parquet with fixed-size row groups, or JSONL lines.
     Nothing is created for a split with no rows."""
 
-    def __init__(self, path: str, fmt: str, compression: str, storage: fs.StorageOptions | None = None) -> None:
+    def __init__(self, path: str, fmt: str, compression: str, storage: fs.StorageOptions | None = None, *,
+                 sums: tuple[str, ...] = ()) -> None:
         self.path, self.fmt, self.compression, self.storage = path, fmt, compression, storage
         self.tmp = _tmp_name(path)
         self._pending: list[pa.Table] = []
@@ -398,14 +312,15 @@ class _TableWriter:
         self._writer = None
         self._rows = 0
         self._text_bytes = 0
-        self._tokens = 0
+        self._sums = dict.fromkeys(sums, 0)   # integer columns a document sink checks against
 
     def add(self, table: pa.Table) -> None:
         self._rows += table.num_rows
         if S.TEXT in table.column_names:
             self._text_bytes += S.text_bytes(table)
-        if "num_tokens" in table.column_names:
-            self._tokens += int(pc.sum(table.column("num_tokens")).as_py() or 0)
+        for col in self._sums:
+            if col in table.column_names:
+                self._sums[col] += int(pc.sum(table.column(col)).as_py() or 0)
         self._pending.append(table)
         self._pending_rows += table.num_rows
         if self._pending_rows >= ROW_GROUP_ROWS:
@@ -430,8 +345,8 @@ class _TableWriter:
             return None
         self._writer.close()
         _publish(self.tmp, self.path)
-        info = _file_info(self.path, self.storage)
-        info.update(rows=self._rows, text_bytes=self._text_bytes, num_tokens=self._tokens)
+        info = file_info(self.path, self.storage)
+        info.update(rows=self._rows, text_bytes=self._text_bytes, **self._sums)
         return info
 
 
@@ -521,32 +436,8 @@ def _read_bytes(path: str, storage: fs.StorageOptions | None = None) -> bytes:
     return fs.read_bytes(path, storage)
 
 
-def _upload(local: str, uri: str, storage: fs.StorageOptions | None) -> None:
-    with open(local, "rb") as fh:
-        fs.write_bytes(uri, fh.read(), storage)
-
-
-@contextlib.contextmanager
-def _local_dir(folder: str) -> Iterator[str]:
-    """``folder`` itself when local; else a task-local temporary folder (removed after)
-    whose files the caller uploads to ``folder``."""
-    if fs.is_local(folder):
-        os.makedirs(fs.local_path(folder), exist_ok=True)
-        yield fs.local_path(folder)
-        return
-    tmp = tempfile.mkdtemp(prefix="datapipe-shards-")
-    try:
-        yield tmp
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
 def sha256_of(path: str, storage: fs.StorageOptions | None = None) -> str:
     return fs.sha256(path, storage)
-
-
-def _file_info(path: str, storage: fs.StorageOptions | None = None) -> dict[str, Any]:
-    return {"path": path, "file_bytes": fs.stat(path, storage).size, "sha256": sha256_of(path, storage)}
 
 
 def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:
@@ -556,9 +447,9 @@ def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | Non
     except (OSError, ValueError):
         return None
     listed = list(record.get("work", [])) + [dict(f, path=_join(staging, f["path"])) for f in record.get("files", [])]
-    if record.get("shards"):
-        listed += record["shards"]["written"]
-        if not fs.exists(record["shards"]["manifest"], storage):
+    if record.get("sink"):
+        listed += record["sink"]["written"]
+        if not fs.exists(record["sink"]["manifest"], storage):
             return None
     for f in listed:
         try:

@@ -1,10 +1,10 @@
 """Stage base classes.
 
 A stage is one class with a ``name``, a keyword-only ``Config`` dataclass, optional
-``setup()`` (heavy state, run once per Ray actor) and one hot method over a
-``pyarrow.Table`` batch. The base class does the rest: it hands the hot method only
-the documents still alive, marks drops with stage and reason, counts, times, and
-keeps every batch on the declared schema.
+``setup()`` (heavy state: once per Ray actor when ``compute`` asks for actors) and one
+hot method over a ``pyarrow.Table`` batch. The base class does the rest: it hands the
+hot method only the documents still alive, marks drops with stage and reason, counts,
+times, and keeps every batch on the declared schema.
 
 Kinds, each writing one method:
 
@@ -21,6 +21,11 @@ Kinds, each writing one method:
 * :class:`GlobalStage` – stages that must see every split before deciding (dedup):
   ``side(batch) -> compact table`` per split, ``decide(side files, ctx) -> decisions``
   once on the driver; the runner applies the decisions where the text is.
+
+A stage declares how it runs in ``compute`` (:class:`Compute`: tasks or a pool of
+actors, CPUs and GPUs each, how many actors); the runner uses what it states. A stage
+that writes its own output beside ``documents/`` (``tokenize``: token shards) provides a
+:class:`~datapipe.sink.DocumentSink` through :meth:`Stage.sink`.
 """
 
 from __future__ import annotations
@@ -28,13 +33,56 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass
-from typing import Any, ClassVar, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe import schema as S
+
+if TYPE_CHECKING:
+    from datapipe.sink import DocumentSink
+
+
+@dataclass(kw_only=True, frozen=True)
+class Compute:
+    """How a stage wants to run. ``kind``: ``task`` (a plain Ray task per split; cheap
+    state built per split) or ``actor`` (a pool of actors, each running ``setup()`` once:
+    models, tokenizers). ``num_cpus``/``num_gpus``: per task or actor. ``concurrency``:
+    actors in the pool (None: as many as the cluster's CPUs allow); a job's
+    ``execution.actors_per_stage`` overrides it. The stages of one phase run fused in one
+    task or actor, which gets the largest request of its stages."""
+
+    kind: Literal["task", "actor"] = "task"
+    num_cpus: float = 1
+    num_gpus: float = 0
+    concurrency: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.kind not in ("task", "actor"):
+            raise ValueError(f"Compute.kind must be 'task' or 'actor', got {self.kind!r}")
+        if self.num_cpus <= 0 or self.num_gpus < 0:
+            raise ValueError(f"Compute needs num_cpus > 0 and num_gpus >= 0, got {self.num_cpus}, {self.num_gpus}")
+        if self.concurrency is not None and (self.kind != "actor" or self.concurrency < 1):
+            raise ValueError(f"Compute.concurrency is a number of actors (>= 1, kind 'actor'), got {self.concurrency}")
+
+    def describe(self) -> str:
+        """``actor, 1 CPU`` / ``task, 1 CPU, 1 GPU``: what ``datapipe validate`` prints."""
+        gpus = f", {self.num_gpus:g} GPU" if self.num_gpus else ""
+        n = f" x{self.concurrency}" if self.concurrency is not None else ""
+        return f"{self.kind}{n}, {self.num_cpus:g} CPU{gpus}"
+
+
+def fuse(computes: Sequence[Compute]) -> Compute:
+    """The compute of stages fused into one task or actor: an actor if any stage needs
+    one, the largest CPU and GPU request, the smallest declared pool."""
+    if not computes:
+        return Compute()
+    actor = any(c.kind == "actor" for c in computes)
+    pools = [c.concurrency for c in computes if c.concurrency is not None]
+    return Compute(kind="actor" if actor else "task", num_cpus=max(c.num_cpus for c in computes),
+                   num_gpus=max(c.num_gpus for c in computes), concurrency=min(pools) if pools and actor else None)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -87,8 +135,11 @@ class Stage:
     reads: ClassVar[tuple[str, ...]] = (S.TEXT,)
     #: columns the stage adds, with their Arrow types
     adds: ClassVar[Mapping[str, pa.DataType]] = {}
-    #: Ray resources per actor/task (``num_cpus`` etc.)
-    resources: ClassVar[Mapping[str, float]] = {"num_cpus": 1}
+    #: how the stage runs (tasks or actors, CPUs, GPUs); read by the runner
+    compute: ClassVar[Compute] = Compute()
+    #: the config dataclass of the output this stage writes beside ``documents/`` (the
+    #: job spec's top-level ``shards:`` mapping); None: the stage writes no output
+    SinkOptions: ClassVar[type | None] = None
 
     def __init__(self, config: StageConfig | None = None, *, sources: frozenset[str] | None = None,
                  name: str | None = None) -> None:
@@ -104,27 +155,18 @@ class Stage:
 
     # -- lifecycle -----------------------------------------------------------------
     def setup(self) -> None:
-        """Load heavy state (models, tokenizers). Runs once per Ray actor."""
-
-    def needs_stable_batches(self) -> bool:
-        """True when the stage's output for a document depends on the other documents in
-        its batch (per-batch ranking): the runner then keeps batches in read order so the
-        result repeats run to run."""
-        return False
-
-    @classmethod
-    def needs_actor(cls) -> bool:
-        """True when the stage has a ``setup()``: the runner then uses actors."""
-        return cls.setup is not Stage.setup
+        """Load heavy state (models, tokenizers, compiled detectors). Runs once per Ray
+        actor (``compute.kind == "actor"``), or once per split's task otherwise."""
 
     def ensure_setup(self) -> None:
         if not self._ready:
             self.setup()
             self._ready = True
 
-    def provides_for(self, available: frozenset[str]) -> frozenset[str]:
-        """Columns available after this stage, given those available before it."""
-        return available | frozenset(self.adds)
+    def sink(self, options: Any, *, lineage: Mapping[str, Any]) -> "DocumentSink":
+        """The sink that writes this stage's output (``SinkOptions`` set): called once on
+        the driver when the job is planned. ``lineage`` names the job and its inputs."""
+        raise NotImplementedError(f"stage {self.name!r} declares SinkOptions but no sink()")
 
     # -- batch path ----------------------------------------------------------------
     def annotate(self, batch: pa.Table) -> Mapping[str, Any]:  # pragma: no cover - optional
@@ -172,45 +214,56 @@ class BatchStage(Stage):
     def process(self, batch: pa.Table) -> tuple[pa.Table, dict[str, BatchStats]]:
         self.ensure_setup()
         t0 = time.perf_counter()
-        n = batch.num_rows
-        alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
-        if self.sources is not None:
-            alive = alive & pc.is_in(batch.column(S.SOURCE), pa.array(sorted(self.sources), pa.string())).to_numpy(zero_copy_only=False)
-        alive_idx = np.flatnonzero(alive)
-        live = batch.take(pa.array(alive_idx)) if len(alive_idx) < n else batch
-        if len(alive_idx):
+        alive, alive_idx, live = self._live(batch)
+        m = len(alive_idx)
+        if m:
             added, keep, reasons, new_text, changes = self._run(live)
         else:
             added, keep, reasons, new_text, changes = {}, None, None, None, {}
-        m = len(alive_idx)
-        if keep is None:
-            keep = np.ones(m, dtype=bool)
-        keep = np.asarray(keep, dtype=bool)
+        keep = np.ones(m, dtype=bool) if keep is None else np.asarray(keep, dtype=bool)
         if keep.shape != (m,):
             raise AssertionError(f"stage {self.name}: keep mask has shape {keep.shape}, expected ({m},)")
-
-        # text rewrite (formatters); empty output is a drop
-        out_text_live = live.column(S.TEXT).combine_chunks() if S.TEXT in live.column_names else None
         if new_text is not None:
-            new_text = _as_array(new_text, pa.string())
-            if len(new_text) != m:
-                raise AssertionError(f"stage {self.name}: format returned {len(new_text)} texts for {m} documents")
-            empty = (pc.fill_null(pc.binary_length(new_text), 0).to_numpy(zero_copy_only=False) == 0)
-            reasons = list(reasons) if reasons is not None else [None] * m
-            for i in np.flatnonzero(empty & keep):
-                reasons[i] = "empty"
-            keep = keep & ~empty
-            out_text_live = new_text
-
-        # assemble the full batch
+            new_text, keep, reasons = self._empty_text_drops(new_text, keep, reasons, m)
         cols = {name: batch.column(name) for name in batch.column_names}
         if new_text is not None:
-            # dropped-by-this-stage docs keep their *input* text in rejects
-            old = live.column(S.TEXT).combine_chunks()
-            merged = pc.if_else(pa.array(keep), new_text, old)
-            cols[S.TEXT] = _scatter(alive_idx, n, merged) if m < n else merged
-            if m < n:  # rows dropped earlier keep their text
-                cols[S.TEXT] = pc.if_else(pa.array(alive), cols[S.TEXT], batch.column(S.TEXT).combine_chunks())
+            cols[S.TEXT] = _merged_text(batch, live, alive, alive_idx, keep, new_text)
+        self._add_columns(cols, added, alive, alive_idx, batch.num_rows)
+        reason_full = self._mark_drops(cols, batch, alive_idx, keep, reasons)
+        out_text = new_text if new_text is not None else (
+            live.column(S.TEXT).combine_chunks() if S.TEXT in live.column_names else None)
+        stats = _source_stats(live, keep, reason_full, out_text, new_text, changes)
+        elapsed = time.perf_counter() - t0
+        for st in stats.values():
+            st.seconds = elapsed * st.docs_in / max(m, 1)
+        return pa.table(cols), stats
+
+    def _live(self, batch: pa.Table) -> tuple[np.ndarray, np.ndarray, pa.Table]:
+        """Rows this stage works on: alive, and of its sources (mask, indices, table)."""
+        alive = S.alive_mask(batch).to_numpy(zero_copy_only=False)
+        if self.sources is not None:
+            mine = pc.is_in(batch.column(S.SOURCE), pa.array(sorted(self.sources), pa.string()))
+            alive = alive & mine.to_numpy(zero_copy_only=False)
+        alive_idx = np.flatnonzero(alive)
+        return alive, alive_idx, (batch.take(pa.array(alive_idx)) if len(alive_idx) < batch.num_rows else batch)
+
+    def _empty_text_drops(self, new_text: Any, keep: np.ndarray, reasons: list | None, m: int):
+        """A formatter's output: a kept document whose new text is empty is dropped as
+        ``empty``."""
+        new_text = _as_array(new_text, pa.string())
+        if len(new_text) != m:
+            raise AssertionError(f"stage {self.name}: format returned {len(new_text)} texts for {m} documents")
+        empty = (pc.fill_null(pc.binary_length(new_text), 0).to_numpy(zero_copy_only=False) == 0)
+        reasons = list(reasons) if reasons is not None else [None] * m
+        for i in np.flatnonzero(empty & keep):
+            reasons[i] = "empty"
+        return new_text, keep & ~empty, reasons
+
+    def _add_columns(self, cols: dict[str, Any], added: Mapping[str, Any], alive: np.ndarray,
+                     alive_idx: np.ndarray, n: int) -> None:
+        """The ``adds`` columns, full length: values at the live rows, earlier values (or
+        nulls) elsewhere."""
+        m = len(alive_idx)
         for col, typ in self.adds.items():
             if col in added:
                 arr = _as_array(added[col], typ)
@@ -218,64 +271,79 @@ class BatchStage(Stage):
                     raise AssertionError(f"stage {self.name}: column {col!r} has {len(arr)} values for {m} documents")
                 full = _scatter(alive_idx, n, arr)
                 if col in cols and m < n:
-                    full = pc.if_else(pa.array(alive), full, cols[col].combine_chunks() if isinstance(cols[col], pa.ChunkedArray) else cols[col])
+                    old = cols[col].combine_chunks() if isinstance(cols[col], pa.ChunkedArray) else cols[col]
+                    full = pc.if_else(pa.array(alive), full, old)
                 cols[col] = full
             elif col not in cols:
                 cols[col] = pa.nulls(n, typ)
 
+    def _mark_drops(self, cols: dict[str, Any], batch: pa.Table, alive_idx: np.ndarray, keep: np.ndarray,
+                    reasons: list | None) -> list[str | None] | None:
+        """Mark the rows this stage drops (``<stage>:<rule>``, detail after ``|``) in
+        ``cols``; the full reason per live row, for the stats (None: no drop)."""
         drop_live = ~keep
-        reason_full: list[str | None] | None = None  # "<stage>:<rule>" per live row, for the stats
-        if drop_live.any():
-            if reasons is None:
-                raise AssertionError(f"stage {self.name}: dropped documents without reasons")
-            stage_col = batch.column(S.REJECT_STAGE).to_pylist()
-            reason_col = batch.column(S.REJECT_REASON).to_pylist()
-            detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
-            reason_full = [None] * m
-            for j in np.flatnonzero(drop_live):
-                i = alive_idx[j]
-                r = reasons[j] or "unspecified"
-                rule, _, detail = str(r).partition("|")
-                stage_col[i] = self.name
-                reason_col[i] = reason_full[j] = f"{self.name}:{rule}"
-                detail_col[i] = detail or None
-            cols[S.REJECT_STAGE] = pa.array(stage_col, pa.string())
-            cols[S.REJECT_REASON] = pa.array(reason_col, pa.string())
-            cols[S.REJECT_DETAIL] = pa.array(detail_col, pa.string())
-        out = pa.table(cols)
+        if not drop_live.any():
+            return None
+        if reasons is None:
+            raise AssertionError(f"stage {self.name}: dropped documents without reasons")
+        stage_col = batch.column(S.REJECT_STAGE).to_pylist()
+        reason_col = batch.column(S.REJECT_REASON).to_pylist()
+        detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
+        reason_full: list[str | None] = [None] * len(alive_idx)
+        for j in np.flatnonzero(drop_live):
+            i = alive_idx[j]
+            rule, _, detail = str(reasons[j] or "unspecified").partition("|")
+            stage_col[i] = self.name
+            reason_col[i] = reason_full[j] = f"{self.name}:{rule}"
+            detail_col[i] = detail or None
+        cols[S.REJECT_STAGE] = pa.array(stage_col, pa.string())
+        cols[S.REJECT_REASON] = pa.array(reason_col, pa.string())
+        cols[S.REJECT_DETAIL] = pa.array(detail_col, pa.string())
+        return reason_full
 
-        # stats per source (alive rows only)
-        stats: dict[str, BatchStats] = {}
-        sources = live.column(S.SOURCE).to_pylist() if m else []
-        in_bytes = _lengths(live, S.TEXT)
-        if S.RAW in live.column_names and m:  # markup not yet extracted: count its bytes
-            no_text = pc.is_null(live.column(S.TEXT)).to_numpy(zero_copy_only=False) if S.TEXT in live.column_names else np.ones(m, bool)
-            in_bytes = np.where(no_text, _lengths(live, S.RAW), in_bytes)
-        out_bytes = (pc.fill_null(pc.binary_length(out_text_live), 0).to_numpy(zero_copy_only=False)
-                     if out_text_live is not None and m else np.zeros(m, dtype=np.int64))
-        changed = None
-        if new_text is not None and m:
-            changed = pc.not_equal(new_text, live.column(S.TEXT).combine_chunks())
-            changed = pc.fill_null(changed, True).to_numpy(zero_copy_only=False)
-        for src in sorted(set(sources)):
-            sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
-            st = BatchStats(docs_in=int(sel.sum()))
-            st.docs_out = int((sel & keep).sum())
-            st.bytes_in = int(in_bytes[sel].sum())
-            st.bytes_out = int(out_bytes[sel & keep].sum())
-            if reason_full is not None:
-                for j in np.flatnonzero(sel & drop_live):
-                    st.dropped[reason_full[j]] = st.dropped.get(reason_full[j], 0) + 1
-            for name, counts in changes.items():
-                st.changes[name] = int(np.asarray(counts)[sel].sum())
-            if changed is not None:
-                st.docs_changed = int((changed & sel & keep).sum())
-            stats[src] = st
-        elapsed = time.perf_counter() - t0
-        total = max(m, 1)
-        for st in stats.values():
-            st.seconds = elapsed * st.docs_in / total
-        return out, stats
+
+def _merged_text(batch: pa.Table, live: pa.Table, alive: np.ndarray, alive_idx: np.ndarray, keep: np.ndarray,
+                 new_text: pa.Array) -> pa.Array:
+    """The full text column after a rewrite: kept live rows get their new text; rows this
+    stage drops keep their *input* text (for the rejects), and so do rows dropped earlier."""
+    m, n = len(alive_idx), batch.num_rows
+    merged = pc.if_else(pa.array(keep), new_text, live.column(S.TEXT).combine_chunks())
+    if m == n:
+        return merged
+    return pc.if_else(pa.array(alive), _scatter(alive_idx, n, merged), batch.column(S.TEXT).combine_chunks())
+
+
+def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: list[str | None] | None, out_text: Any,
+                  new_text: pa.Array | None, changes: Mapping[str, np.ndarray]) -> dict[str, BatchStats]:
+    """Per-source stats of one batch over its live rows (seconds filled by the caller).
+    Bytes in are the text's, or the raw markup's while no text is extracted yet."""
+    m = live.num_rows
+    stats: dict[str, BatchStats] = {}
+    sources = live.column(S.SOURCE).to_pylist() if m else []
+    in_bytes = _lengths(live, S.TEXT)
+    if S.RAW in live.column_names and m:
+        no_text = (pc.is_null(live.column(S.TEXT)).to_numpy(zero_copy_only=False) if S.TEXT in live.column_names
+                   else np.ones(m, bool))
+        in_bytes = np.where(no_text, _lengths(live, S.RAW), in_bytes)
+    out_bytes = (pc.fill_null(pc.binary_length(out_text), 0).to_numpy(zero_copy_only=False)
+                 if out_text is not None and m else np.zeros(m, dtype=np.int64))
+    changed = None
+    if new_text is not None and m:
+        changed = pc.fill_null(pc.not_equal(new_text, live.column(S.TEXT).combine_chunks()), True)
+        changed = changed.to_numpy(zero_copy_only=False)
+    for src in sorted(set(sources)):
+        sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
+        st = BatchStats(docs_in=int(sel.sum()), docs_out=int((sel & keep).sum()), bytes_in=int(in_bytes[sel].sum()),
+                        bytes_out=int(out_bytes[sel & keep].sum()))
+        if reason_full is not None:
+            for j in np.flatnonzero(sel & ~keep):
+                st.dropped[reason_full[j]] = st.dropped.get(reason_full[j], 0) + 1
+        for name, counts in changes.items():
+            st.changes[name] = int(np.asarray(counts)[sel].sum())
+        if changed is not None:
+            st.docs_changed = int((changed & sel & keep).sum())
+        stats[src] = st
+    return stats
 
 
 def _lengths(table: pa.Table, column: str) -> np.ndarray:
@@ -415,9 +483,8 @@ class GlobalStage(Stage):
 class StageContext:
     """What a global stage's :meth:`~GlobalStage.decide` gets: where it may write durable
     artifacts between its passes (a path or URI string), the job's sources in spec
-    order, its place in the chain, and a dict to fill for the report."""
+    order, and a dict to fill for the report."""
 
     work_dir: str
     sources: tuple[str, ...]
-    stage_index: int
     report: dict[str, Any] = dataclasses.field(default_factory=dict)

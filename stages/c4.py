@@ -58,7 +58,7 @@ from datapipe.stage import StageConfig
 from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
-from datapipe.stage import Rewrite, RewriteFilterStage
+from datapipe.stage import Compute, Rewrite, RewriteFilterStage
 from stages.fineweb import line_ends
 from stages.gopher_quality import check_reference
 
@@ -143,6 +143,7 @@ class C4(RewriteFilterStage):
 
     name = "c4"
     Config = C4Config
+    compute = Compute(kind="actor")   # setup() loads state once per actor
 
     _bad_words_re: str | None = None           # set in setup() when a list file is configured
 

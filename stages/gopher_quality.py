@@ -43,7 +43,7 @@ import numpy as np
 import pyarrow as pa
 
 from datapipe.errors import SpecError
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
@@ -121,6 +121,7 @@ class GopherQuality(FilterStage):
 
     name = "gopher_quality"
     Config = GopherQualityConfig
+    compute = Compute(kind="actor")   # setup() loads state once per actor
 
     _chars: T.CharTable | None = None          # set in setup()
     _stop_hashes: dict[str, np.ndarray]

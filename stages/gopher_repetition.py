@@ -47,7 +47,7 @@ import numpy as np
 import pyarrow as pa
 
 from datapipe.errors import SpecError
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
@@ -94,6 +94,7 @@ class GopherRepetition(FilterStage):
 
     name = "gopher_repetition"
     Config = GopherRepetitionConfig
+    compute = Compute(kind="actor")   # setup() loads state once per actor
 
     _chars: T.CharTable | None = None          # set in setup()
 

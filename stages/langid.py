@@ -27,7 +27,7 @@ import pyarrow as pa
 from datapipe import fs
 from datapipe import fasttext_compat
 from datapipe.errors import SpecError
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 from stages import _text as T
 
 log = logging.getLogger(__name__)
@@ -86,6 +86,7 @@ class LangId(FilterStage):
 
     name = "langid"
     Config = LangIdConfig
+    compute = Compute(kind="actor")   # setup() loads state once per actor
     adds = {"language": pa.string(), "language_score": pa.float32()}
 
     _model = None                              # the fastText model, loaded in setup()

@@ -37,7 +37,7 @@ from datapipe.errors import SpecError
 from datapipe.lm.card import read_card
 from datapipe.lm.score import load_kenlm, perplexities
 from datapipe.lm.train import read_cutoffs
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 from datapipe.textnorm import TextNorm
 
 log = logging.getLogger(__name__)
@@ -103,6 +103,7 @@ class PerplexityFilter(FilterStage):
 
     name = "perplexity"
     Config = PerplexityConfig
+    compute = Compute(kind="actor")   # setup() loads state once per actor
     reads = (S.TEXT,)
     adds = {PERPLEXITY: pa.float32(), BUCKET: pa.string()}
 

@@ -47,7 +47,7 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.lm.card import read_card
 from datapipe.quality_train import POSITIVE, QUANTILE_POINTS, positive_scores
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 from datapipe.textnorm import TextNorm
 
 log = logging.getLogger(__name__)
@@ -116,12 +116,9 @@ class QualityFilter(FilterStage):
 
     name = "quality"
     Config = QualityConfig
+    compute = Compute(kind="actor")   # setup() loads state once per actor
     reads = (S.TEXT,)
     adds = {QUALITY_SCORE: pa.float32()}
-
-    def needs_stable_batches(self) -> bool:
-        cfg = self.config
-        return cfg.mode == "top_fraction" and cfg.top_fraction_scope == "batch"
 
     def setup(self) -> None:
         cfg: QualityConfig = self.config

@@ -1,7 +1,7 @@
 """The ``tokenize`` stage: byte-level BPE ids for every kept document.
 
-Adds ``tokens`` (``list<int32>``: the document's ids, *without* EOS; the shard writer
-appends EOS when it lays documents out) and ``num_tokens`` (``int64``, the length of
+Adds ``tokens`` (``list<int32>``: the document's ids, *without* EOS; the shard sink,
+:mod:`stages.tokenize_shards`, appends EOS when it lays documents out) and ``num_tokens`` (``int64``, the length of
 ``tokens``, EOS excluded). A null text encodes as zero tokens.
 
 The tokenizer is loaded once per actor in :meth:`Tokenize.setup` and encodes a whole
@@ -31,7 +31,8 @@ import pyarrow as pa
 
 from datapipe import schema as S
 from datapipe.errors import JobError, SpecError
-from datapipe.stage import AnnotatorStage, StageConfig
+from datapipe.shards import ShardOptions
+from datapipe.stage import AnnotatorStage, Compute, StageConfig
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,15 @@ class Tokenize(AnnotatorStage):
     Config = TokenizeConfig
     reads = (S.TEXT,)
     adds: Mapping[str, pa.DataType] = {TOKENS: TOKENS_TYPE, NUM_TOKENS: pa.int64()}
+    compute = Compute(kind="actor")
+    #: the job spec's ``shards:`` mapping configures the token shards this stage writes
+    SinkOptions = ShardOptions
+
+    def sink(self, options: ShardOptions, *, lineage: Mapping[str, Any]):
+        from stages.tokenize_shards import ShardSink
+
+        cfg: TokenizeConfig = self.config  # type: ignore[assignment]
+        return ShardSink(tokenizer=cfg.tokenizer, eos=cfg.eos, options=options, lineage=lineage)
 
     def setup(self) -> None:
         from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, vocab_size

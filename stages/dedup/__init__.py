@@ -1,8 +1,12 @@
 """Cross-source exact and near-duplicate removal: MinHash-LSH on Ray Data.
 
-``Dedup`` is the stage (registered as ``dedup``); :mod:`stages.dedup.minhash` holds the
-datasketch-compatible signatures, :mod:`stages.dedup.graph` the partition kernels and
-:mod:`stages.dedup.stage` the passes. See ``docs/dedup.md``.
+``Dedup`` is the stage (registered as ``dedup``): :mod:`stages.dedup.stage` holds it and
+the orchestration of ``decide()``'s passes (local, or on Ray Data);
+:mod:`stages.dedup.passes` the batch functions those passes hand to Ray Data,
+:mod:`stages.dedup.minhash` the datasketch-compatible signatures,
+:mod:`stages.dedup.graph` the partition kernels, :mod:`stages.dedup.config` the config
+and :mod:`stages.dedup.bridge` the contract run on a whole Ray Dataset (``Dedup.run``,
+for pipelines outside the runner). See ``docs/dedup.md``.
 """
 
 from stages.dedup.config import DedupConfig

@@ -624,7 +624,6 @@ class _Distributed:
     def _components(self, edge_sets: list[tuple[str, str, int]]) -> tuple[str, int, str]:
         cfg, fmt = self.cfg, "pyarrow"
         n_edges = sum(n for _, _, n in edge_sets)
-        self.n_edges = n_edges
 
         def all_edges():
             dss = []

@@ -126,8 +126,8 @@ class PiiStage(FormatterStage):
     reads: ClassVar[tuple[str, ...]] = (S.ID, S.TEXT)
     adds: ClassVar[Mapping[str, pa.DataType]] = {"pii_counts": PII_COUNTS_TYPE}
 
-    def __init__(self, config: PiiConfig | None = None, **kwargs) -> None:
-        super().__init__(config, **kwargs)
+    def setup(self) -> None:
+        """Build the detectors and the replacer once (per actor, or per split's task)."""
         cfg: PiiConfig = self.config  # type: ignore[assignment]
         self.detector = Detector(cfg.types, scrub_private_ip=cfg.scrub_private_ip)
         self.replacer = Replacer(policies=cfg.policy_by_type(), placeholders=cfg.placeholders,
@@ -137,6 +137,7 @@ class PiiStage(FormatterStage):
 
     def scrub_text(self, text: str, doc_id: str = "") -> tuple[str, list[Span]]:
         """Scrub one string (the per-document path, for tools and tests)."""
+        self.ensure_setup()
         spans = self.detector.find(text)
         return self.replacer.apply(text, spans, doc_id), spans
 

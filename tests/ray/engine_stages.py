@@ -20,7 +20,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from datapipe import schema as S
-from datapipe.stage import AnnotatorStage, FilterStage, GlobalStage, StageConfig
+from datapipe.stage import AnnotatorStage, Compute, FilterStage, GlobalStage, StageConfig
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -63,10 +63,11 @@ class ExactDup(GlobalStage):
 
 
 class Tagger(AnnotatorStage):
-    """Adds ``n_words``; has a setup(), so the runner gives it actors."""
+    """Adds ``n_words``; has a setup() and declares actors, so the runner gives it actors."""
 
     name = "tagger"
     Config = NoConfig
+    compute = Compute(kind="actor")
     adds = {"n_words": pa.int64()}
 
     def setup(self) -> None:

@@ -22,6 +22,7 @@ from datapipe.lm.card import read_card
 from datapipe.lm.score import perplexities
 from datapipe.lm.train import compute_cutoffs, read_cutoffs, train_lm
 from datapipe.textnorm import TextNorm
+from stages.langid import packaged_model_path
 from stages.perplexity import PerplexityConfig, PerplexityFilter
 
 HELDOUT_ARTICLES = 8
@@ -195,7 +196,7 @@ def test_config_errors_name_the_fix(wiki, tmp_path):
 
 def test_cli_train_and_cutoffs(shared_dir, tmp_path, capsys):
     parser = argparse.ArgumentParser(prog="datapipe")
-    lm_cli.add_cli(parser.add_subparsers(dest="command", required=True))
+    lm_cli.add_cli(parser.add_subparsers(dest="command", required=True), packaged_langid=packaged_model_path)
     out = tmp_path / "books.arpa"
     args = parser.parse_args(["lm", "train", "--input", str(shared_dir / "corpora" / "books" / "tinyshakespeare.txt"),
                               "--out", str(out), "--order", "3", "--max-mb", "0.3"])

@@ -17,7 +17,7 @@ def _table(n: int) -> pa.Table:
 
 
 def _write(path, fmt, compression, batches):
-    w = splitwork._TableWriter(str(path), fmt, compression)
+    w = splitwork._TableWriter(str(path), fmt, compression, sums=("num_tokens",))
     for b in batches:
         w.add(b)
     return w.close()
