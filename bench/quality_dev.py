@@ -40,7 +40,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from datapipe import fasttext_compat  # noqa: E402
-from datapipe.quality_train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
+from stages.quality.train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
 from datapipe.textnorm import TextNorm  # noqa: E402
 
 

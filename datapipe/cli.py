@@ -49,11 +49,11 @@ def build_parser() -> argparse.ArgumentParser:
     v.set_defaults(func=_cmd_validate)
 
     from datapipe.inspect_rejects import add_cli as add_inspect_cli
-    from datapipe.lm.cli import add_cli as add_lm_cli
-    from datapipe.quality_train import add_cli as add_quality_cli
+    from stages.perplexity.cli import add_cli as add_lm_cli
+    from stages.quality.train import add_cli as add_quality_cli
 
     from datapipe.shards import add_cli as add_shards_cli
-    from datapipe.tokenizer import add_cli as add_tokenizer_cli
+    from stages.tokenize.train import add_cli as add_tokenizer_cli
     from trainer_bridge.mix import add_cli as add_mix_cli
 
     add_tokenizer_cli(sub)

@@ -15,9 +15,9 @@ import pytest
 from datapipe import fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.lm import corpus
-from datapipe.lm.card import read_card, write_card
-from datapipe.quality_train import (
+from stages import _corpus as corpus
+from stages._card import read_card, write_card
+from stages.quality.train import (
     QualityTrainConfig,
     add_cli,
     allot,
@@ -269,7 +269,7 @@ def test_sample_corpus_recipe(repo_dir, tmp_path):
 # -- issue 14: boilerplate negatives, excluded files, parameters by validation --------
 
 def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
-    from datapipe import quality_inputs as qi
+    from stages.quality import inputs as qi
 
     page = shared_dir / "corpora" / "web" / "html" / "blog.python.org.html.gz"
     raw = next(iter(qi._pages("html", str(page))))[1]
@@ -285,7 +285,7 @@ def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
 
 
 def test_excluded_files_are_never_read(shared_dir):
-    from datapipe import quality_inputs as qi
+    from stages.quality import inputs as qi
 
     spec = str(shared_dir / "corpora" / "ccnet" / "cc_en_head-*.jsonl")
     every = qi.expand(spec)

@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datapipe.errors import SpecError
-from datapipe.tokenizer import (
+from stages.tokenize.train import (
     TrainConfig, add_cli, fingerprint, load_tokenizer, resolve_eos, tokenizer_info, train_tokenizer,
     training_texts,
 )

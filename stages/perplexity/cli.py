@@ -27,7 +27,7 @@ def textnorm_from_args(args: argparse.Namespace) -> TextNorm:
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from datapipe.lm.train import train_lm
+    from stages.perplexity.train import train_lm
 
     card = train_lm(args.input, args.out, order=args.order, language=args.language,
                     norm=textnorm_from_args(args), text_key=args.text_key,
@@ -40,7 +40,7 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _parse_models(items: list[str]) -> dict[str, str]:
-    from datapipe.lm.card import read_card
+    from stages._card import read_card
 
     models: dict[str, str] = {}
     for item in items:
@@ -56,7 +56,7 @@ def _parse_models(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_cutoffs(args: argparse.Namespace) -> int:
-    from datapipe.lm.train import compute_cutoffs
+    from stages.perplexity.train import compute_cutoffs
 
     langid = args.langid
     if langid == "packaged":  # the lid.176 that the langid stage uses by default

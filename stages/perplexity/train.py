@@ -1,7 +1,7 @@
 """``datapipe lm train`` and ``datapipe lm cutoffs``: the functions behind the CLI.
 
 ``train_lm`` reads reference text, normalises it (:class:`~datapipe.textnorm.TextNorm`),
-estimates an interpolated modified Kneser-Ney model (:mod:`datapipe.lm.kneser_ney`),
+estimates an interpolated modified Kneser-Ney model (:mod:`stages.perplexity.kneser_ney`),
 writes ARPA (+ KenLM binary when ``build_binary`` exists), checks that KenLM loads it,
 scores a held-out slice and writes the model card.
 
@@ -24,10 +24,11 @@ import numpy as np
 import xxhash
 
 from datapipe.errors import SpecError
-from datapipe.lm import arpa, corpus
-from datapipe.lm.card import read_card, write_card
-from datapipe.lm.kneser_ney import check_normalisation, estimate
-from datapipe.lm.score import load_kenlm, perplexities
+from stages import _corpus as corpus
+from stages.perplexity import arpa
+from stages._card import read_card, write_card
+from stages.perplexity.kneser_ney import check_normalisation, estimate
+from stages.perplexity.score import load_kenlm, perplexities
 from datapipe.textnorm import TextNorm
 
 log = logging.getLogger(__name__)
@@ -103,7 +104,7 @@ def train_lm(
         "model": os.path.basename(out),
         "binary": os.path.basename(binary_path) if binary_path else None,
         "language": language,
-        "smoothing": "interpolated modified Kneser-Ney (datapipe.lm)",
+        "smoothing": "interpolated modified Kneser-Ney (stages.perplexity)",
         "textnorm": norm.to_dict(),
         "inputs": corpus.file_summary(inputs),
         "documents": docs,

@@ -21,7 +21,7 @@ import logging
 import os
 from typing import Iterator, Sequence
 
-from datapipe.lm import corpus
+from stages import _corpus as corpus
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ curated text (Wikipedia, books) against random web text; on a multilingual web c
 that learns "English prose vs web page", so the documented default (issue 14,
 ``docs/quality.md``) is the main text of real crawled pages against the boilerplate the
 extractor removed from the same pages (``boilerplate:`` inputs,
-:mod:`datapipe.quality_inputs`), with the fastText parameters chosen on a validation
+:mod:`stages.quality.inputs`), with the fastText parameters chosen on a validation
 split (``--search``) and labelled evaluation files kept out (``--exclude``).
 
 How examples are made (deterministic: same inputs + seed, same model and card)
@@ -53,9 +53,9 @@ import numpy as np
 import xxhash
 
 from datapipe import fasttext_compat
-from datapipe import quality_inputs as inputs
+from stages.quality import inputs
 from datapipe.errors import SpecError
-from datapipe.lm.card import read_card, write_card
+from stages._card import read_card, write_card
 from datapipe.textnorm import TextNorm
 
 log = logging.getLogger(__name__)
@@ -421,7 +421,7 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
         **{k: v for k, v in _pr(labels, scores, 0.5).items() if k != "threshold"},
         "pr_table": [_pr(labels, scores, t) for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)],
         "score_quantiles": quantiles(scores),
-        "split": "per chunk (seeded hash); see datapipe.quality_train",
+        "split": "per chunk (seeded hash); see stages.quality.train",
     }
     card: dict[str, Any] = {
         "kind": "fasttext-quality",
@@ -476,7 +476,7 @@ def calibrate_model(model_path: str, specs: Sequence[str], *, text_key: str = "t
 # -- command line ------------------------------------------------------------------------
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from datapipe.lm.cli import textnorm_from_args
+    from stages.perplexity.cli import textnorm_from_args
 
     ft = FastTextParams(lr=args.lr, epoch=args.epoch, dim=args.dim, wordNgrams=args.word_ngrams,
                         minCount=args.min_count, bucket=args.bucket, thread=args.threads, seed=args.seed)
@@ -506,7 +506,7 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Add ``quality train`` and ``quality calibrate`` to the ``datapipe`` command line."""
-    from datapipe.lm.cli import add_textnorm_args
+    from stages.perplexity.cli import add_textnorm_args
 
     q = subparsers.add_parser("quality", help="fastText quality classifier for the quality stage")
     sub = q.add_subparsers(dest="quality_command", required=True)
