@@ -47,7 +47,7 @@ import pyarrow as pa  # noqa: E402
 
 from datapipe.schema import make_batch  # noqa: E402
 from datapipe.shards import write_shards  # noqa: E402
-from stages.tokenize.train import load_tokenizer, tokenizer_info  # noqa: E402
+from datapipe.tokenizer import load_tokenizer, tokenizer_info  # noqa: E402
 from stages.tokenize import Tokenize  # noqa: E402
 
 BATCH = 256

@@ -234,7 +234,7 @@ def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
 def _shard_env(job: JobSpec):
     """(TokenizerInfo, ShardOptions, lineage) for the tasks, with the tokenizer file
     copied beside the shards so ``shards inspect`` decodes without being told."""
-    from stages.tokenize.train import tokenizer_info
+    from datapipe.tokenizer import tokenizer_info
 
     st = job.tokenize_stage()
     info = tokenizer_info(st.config.tokenizer, eos=getattr(st.config, "eos", None))

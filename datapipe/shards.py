@@ -42,7 +42,7 @@ import xxhash
 
 from datapipe import megatron as fmt
 from datapipe.errors import JobError, SpecError
-from stages.tokenize.train import TokenizerInfo
+from datapipe.tokenizer import TokenizerInfo
 
 log = logging.getLogger(__name__)
 
@@ -659,7 +659,7 @@ def inspect_shards(
 
 
 def _decode(ids: np.ndarray, m: fmt.SourceManifest, tokenizer: str | None, folder: Path) -> tuple[str | None, str]:
-    from stages.tokenize.train import fingerprint, load_tokenizer
+    from datapipe.tokenizer import fingerprint, load_tokenizer
 
     path = tokenizer or m.tokenizer.get("path")
     if not tokenizer and path and (folder / path).is_file():  # a copy kept beside the shards

@@ -55,7 +55,7 @@ import xxhash
 from datapipe import fasttext_compat
 from stages.quality import inputs
 from datapipe.errors import SpecError
-from stages._card import read_card, write_card
+from stages._card import add_textnorm_args, read_card, textnorm_from_args, write_card
 from datapipe.textnorm import TextNorm
 
 log = logging.getLogger(__name__)
@@ -476,8 +476,6 @@ def calibrate_model(model_path: str, specs: Sequence[str], *, text_key: str = "t
 # -- command line ------------------------------------------------------------------------
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from stages.perplexity.cli import textnorm_from_args
-
     ft = FastTextParams(lr=args.lr, epoch=args.epoch, dim=args.dim, wordNgrams=args.word_ngrams,
                         minCount=args.min_count, bucket=args.bucket, thread=args.threads, seed=args.seed)
     cfg = QualityTrainConfig(
@@ -506,8 +504,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Add ``quality train`` and ``quality calibrate`` to the ``datapipe`` command line."""
-    from stages.perplexity.cli import add_textnorm_args
-
     q = subparsers.add_parser("quality", help="fastText quality classifier for the quality stage")
     sub = q.add_subparsers(dest="quality_command", required=True)
     t = sub.add_parser("train", help="train the classifier and write model + card",

@@ -43,7 +43,7 @@ TOKENS_TYPE = pa.list_(pa.int32())
 class TokenizeConfig(StageConfig):
     """``tokenizer``: a ``tokenizer.json`` file or a folder with one or with GPT-2
     ``vocab.json`` + ``merges.txt``. ``eos``: the end-of-document token (default: the
-    tokenizer's own, see :func:`stages.tokenize.train.resolve_eos`)."""
+    tokenizer's own, see :func:`datapipe.tokenizer.resolve_eos`)."""
 
     tokenizer: str
     eos: str | None = None
@@ -82,7 +82,7 @@ class Tokenize(AnnotatorStage):
     adds: Mapping[str, pa.DataType] = {TOKENS: TOKENS_TYPE, NUM_TOKENS: pa.int64()}
 
     def setup(self) -> None:
-        from stages.tokenize.train import fingerprint, load_tokenizer, resolve_eos, vocab_size
+        from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, vocab_size
 
         if _in_ray_worker():
             os.environ["TOKENIZERS_PARALLELISM"] = "false"

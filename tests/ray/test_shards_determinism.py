@@ -11,7 +11,7 @@ import pytest
 
 from datapipe.schema import make_batch
 from datapipe.shards import verify_shards, write_shards
-from stages.tokenize.train import tokenizer_info
+from datapipe.tokenizer import tokenizer_info
 from stages.tokenize import Tokenize
 
 pytestmark = pytest.mark.ray

@@ -91,7 +91,7 @@ def test_manifest_errors_say_what_is_wrong(tmp_path):
 def test_reads_what_the_pipeline_shard_writer_writes(tmp_path):
     """Integration with `datapipe.shards.SourceShardWriter`: exact tokens, content verified."""
     from datapipe.shards import SourceShardWriter
-    from stages.tokenize.train import FINGERPRINT_ALGO, TokenizerInfo
+    from datapipe.tokenizer import FINGERPRINT_ALGO, TokenizerInfo
     from trainer_bridge.shards import verify_content
 
     info = TokenizerInfo(path="t", fingerprint=f"{FINGERPRINT_ALGO}:t", vocab_size=1000, eos_id=999, eos_token="<e>")

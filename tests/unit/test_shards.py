@@ -23,7 +23,7 @@ from datapipe.errors import SpecError
 from datapipe.shards import (
     ShardOptions, add_cli, conservation_problems, inspect_shards, verify_shards, write_shards,
 )
-from stages.tokenize.train import TokenizerInfo, tokenizer_info
+from datapipe.tokenizer import TokenizerInfo, tokenizer_info
 from stages.tokenize import Tokenize
 
 SEED = 1234
@@ -132,7 +132,7 @@ def test_independent_reader_gets_exact_documents_uint16(tmp_path, gpt2, tokenize
     result = write_shards([tokenized.slice(0, 25), tokenized.slice(25)], tmp_path, tokenizer_info=info,
                           shard_tokens=4096, seed=SEED, lineage={"job_hash": "test"}, span_documents=span)
     assert sorted(result) == ["books", "wiki"]
-    from stages.tokenize.train import load_tokenizer
+    from datapipe.tokenizer import load_tokenizer
 
     tok = load_tokenizer(gpt2)
     for source in ("wiki", "books"):
