@@ -22,6 +22,7 @@ trained on.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import json
@@ -31,6 +32,7 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
+from datapipe.readers.iterate import guess_format
 from stages import _corpus as corpus
 
 HERE = Path(__file__).resolve().parent
@@ -105,13 +107,30 @@ def pool(corpora: Path) -> Iterator[dict]:
         if "gutenberg" in rel or "wikitext-markup" in rel:
             for d in docs:
                 s, e = _excerpt(d.text, rng)
-                yield _rec(rel, corpus.guess_format(path), None, s, e, d.text[s:e])
+                yield _rec(rel, guess_format(path), None, s, e, d.text[s:e])
             continue
         if rel.startswith("stackexchange/"):
             docs = docs[::7]
         for d in docs:
-            key = None if d.key == path else d.key[len(path) + 1:]
-            yield _rec(rel, corpus.guess_format(path), key, 0, None, d.text)
+            yield _rec(rel, guess_format(path), _label_key(d, guess_format(path)), 0, None, d.text)
+
+
+def _label_key(doc, fmt: str) -> str | None:
+    """The key a label uses for a document: None for a one-document file, the WARC
+    target URI, the 1-based JSONL line number (the readers locate by byte offset)."""
+    if fmt == "warc":
+        return doc.url
+    if fmt != "jsonl":
+        return None
+    sep, loc = doc.key[len(doc.path)], doc.key[len(doc.path) + 1:]
+    return loc if sep == ":" else str(_line_starts(doc.path).index(int(loc)) + 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(path: str) -> list[int]:
+    with open(path, "rb") as f:
+        data = f.read()
+    return [0] + [i + 1 for i, b in enumerate(data) if b == 10]
 
 
 def _rec(path: str, fmt: str, key: str | None, start: int, end: int | None, text: str) -> dict:
@@ -148,7 +167,7 @@ def _read_file(path: Path, fmt: str) -> dict[str | None, str]:
     out: dict[str | None, str] = {}
     p = str(path)
     for d in corpus.iter_docs([f"{fmt}:{p}"]):
-        out[None if d.key == p else d.key[len(p) + 1:]] = d.text
+        out[_label_key(d, fmt)] = d.text
     return out
 
 

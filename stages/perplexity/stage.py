@@ -25,7 +25,6 @@ written in its card); ``models`` adds more languages (``{de: models/lm/de.arpa}`
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 
 import numpy as np

@@ -2,9 +2,9 @@
 source of negatives the web itself provides, *boilerplate*.
 
 ``boilerplate:<html or warc spec>`` reads real crawled pages and yields, per page,
-the visible text that the main-content extractor (trafilatura, as everywhere in the
-project) did **not** keep: menus, footers, cookie banners, teaser lists, share
-buttons, shop widgets. That is exactly the text a quality filter must push down, it
+the visible text that the main-content extractor (the ``extract`` stage with a job's
+default settings, as everywhere in the project) did **not** keep: menus, footers,
+cookie banners, teaser lists, share buttons, shop widgets. That is exactly the text a quality filter must push down, it
 comes from the same pages (and languages) as the text worth keeping, and it costs no
 labelling. The main content of the same pages (the plain ``html:``/``warc:`` reading)
 is the matching positive.
@@ -15,15 +15,13 @@ train on a held-out or labelled set (``bench/data/quality_dev/files.txt``).
 
 from __future__ import annotations
 
-import fnmatch
-import glob
-import logging
-import os
+import dataclasses
 from typing import Iterator, Sequence
 
+from datapipe.readers import Document, ReadStats
+from datapipe.readers.iterate import expand_inputs
 from stages import _corpus as corpus
 
-log = logging.getLogger(__name__)
 
 BOILERPLATE = "boilerplate:"
 #: elements whose start and end break a line (what a browser lays out as a block)
@@ -73,55 +71,29 @@ def boilerplate(html: bytes, main: str | None) -> str:
     return "\n".join(rest)
 
 
-def _pages(fmt: str, path: str) -> Iterator[tuple[str, bytes]]:
-    if fmt == "html":
-        with corpus._open_binary(path) as f:  # noqa: SLF001 - the trainers' one file opener
-            yield path, f.read()
-        return
-    if fmt != "warc":
-        raise ValueError(f"boilerplate: needs HTML pages or WARC archives, got {fmt} file {path}")
-    from warcio.archiveiterator import ArchiveIterator
-
-    with open(path, "rb") as f:
-        try:
-            for rec in ArchiveIterator(f, arc2warc=True):
-                if rec.rec_type != "response" or rec.http_headers is None:
-                    continue
-                if "html" not in (rec.http_headers.get_header("Content-Type") or "").lower():
-                    continue
-                yield f"{path}@{rec.rec_headers.get_header('WARC-Target-URI') or ''}", rec.content_stream().read()
-        except Exception as e:  # noqa: BLE001 - a truncated archive keeps what was read
-            log.warning("%s: stopped reading at a broken record (%s)", path, e)
-
-
 def expand(spec: str, exclude: Sequence[str] = ()) -> list[tuple[str, str]]:
     """``[(format, path)]`` of one input spec (``boilerplate:`` stripped), minus the
     excluded files."""
-    files = corpus.expand([spec.removeprefix(BOILERPLATE)])
-    if not exclude:
-        return files
-    ex_real = {os.path.realpath(p) for p in exclude}
-    kept = [(fmt, p) for fmt, p in files
-            if os.path.realpath(p) not in ex_real and not any(fnmatch.fnmatch(p, pat) for pat in exclude)]
-    if len(kept) < len(files):
-        log.info("%s: %d of %d files excluded", spec, len(files) - len(kept), len(files))
-    return kept
+    return expand_inputs([spec.removeprefix(BOILERPLATE)], exclude=exclude)
 
 
-def iter_docs(spec: str, *, text_key: str = "text", exclude: Sequence[str] = ()) -> Iterator[corpus.Doc]:
-    """Documents of one input spec; ``boilerplate:`` yields each page's boilerplate."""
-    files = expand(spec, exclude)
-    if not spec.startswith(BOILERPLATE):
-        for fmt, path in files:
-            yield from corpus.iter_docs([f"{fmt}:{glob.escape(path)}"], text_key=text_key)
+def iter_docs(spec: str, *, text_key: str = "text", exclude: Sequence[str] = (),
+              stats: ReadStats | None = None) -> Iterator[Document]:
+    """Documents of one input spec; ``boilerplate:`` yields each page's boilerplate
+    (pages whose main text the extractor cannot find are rejects, counted in ``stats``)."""
+    inner = spec.removeprefix(BOILERPLATE)
+    if inner == spec:
+        yield from corpus.iter_docs([spec], text_key=text_key, exclude=exclude, stats=stats)
         return
-    for fmt, path in files:
-        for key, raw in _pages(fmt, path):
-            text = boilerplate(raw, corpus._html_text(raw))  # noqa: SLF001 - the trainers' extractor
-            if text:
-                yield corpus.Doc(key=key, text=text)
+    for fmt, path in expand(spec, exclude):
+        if fmt not in ("html", "warc"):
+            raise ValueError(f"boilerplate: needs HTML pages or WARC archives, got {fmt} file {path}")
+    for doc in corpus.iter_docs([inner], exclude=exclude, stats=stats):
+        text = boilerplate(doc.raw, doc.text)
+        if text:
+            yield dataclasses.replace(doc, text=text)
 
 
 def file_summary(spec: str, exclude: Sequence[str] = ()) -> list[dict]:
     """What a model card records about one input: path, format, bytes."""
-    return [{"path": p, "format": fmt, "bytes": os.path.getsize(p)} for fmt, p in expand(spec, exclude)]
+    return corpus.file_summary([spec.removeprefix(BOILERPLATE)], exclude)

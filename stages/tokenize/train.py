@@ -10,9 +10,6 @@ produces it.
 from __future__ import annotations
 
 import argparse
-import glob
-import gzip
-import io
 import json
 import logging
 import os
@@ -23,10 +20,12 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
 from datapipe.errors import SpecError
+from datapipe.readers import ReadStats
 from datapipe.tokenizer import (
     DEFAULT_EOS, EOS_CANDIDATES, META_FILE, TOKENIZER_FILE, TokenizerInfo, fingerprint, resolve_eos,
     tokenizer_info, vocab_size,
 )
+from stages import _corpus as corpus
 
 log = logging.getLogger(__name__)
 
@@ -153,116 +152,38 @@ def _atomic_write(path: Path, data: bytes) -> None:
 
 
 # ---------------------------------------------------------------------------------------
-# training input: text files, JSONL, a job's Parquet documents
+# training input: any input a job reads (text in paragraph pieces), a job's Parquet documents
 
-_CHUNK_CHARS = 1 << 16
-
-
-def _open_text(path: Path) -> io.TextIOBase:
-    name = path.name.lower()
-    if name.endswith(".gz"):
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8", errors="replace")
-    if name.endswith(".zst"):
-        import zstandard
-
-        raw = zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True)
-        return io.TextIOWrapper(raw, encoding="utf-8", errors="replace")
-    return open(path, encoding="utf-8", errors="replace")
-
-
-def _kind(path: Path) -> str:
-    name = path.name.lower()
-    for suffix in (".gz", ".zst"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    if name.endswith(".parquet"):
-        return "parquet"
-    if name.endswith(".jsonl") or name.endswith(".json") or name.endswith(".ndjson"):
-        return "jsonl"
-    return "text"
-
-
-def _text_chunks(path: Path) -> Iterator[str]:
-    """Plain text in paragraph-aligned chunks of about 64 K characters."""
-    buf: list[str] = []
-    size = 0
-    with _open_text(path) as f:
-        for line in f:
-            buf.append(line)
-            size += len(line)
-            if size >= _CHUNK_CHARS and not line.strip():
-                yield "".join(buf)
-                buf, size = [], 0
-    if buf:
-        yield "".join(buf)
-
-
-def _jsonl_texts(path: Path, text_key: str) -> Iterator[str]:
-    with _open_text(path) as f:
-        for n, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                v = json.loads(line).get(text_key)
-            except (ValueError, AttributeError):
-                log.warning("%s:%d: not a JSON object, skipped", path, n)
-                continue
-            if isinstance(v, str) and v:
-                yield v
-
-
-def _parquet_texts(path: Path, text_key: str, sources: Sequence[str]) -> Iterator[str]:
-    import pyarrow as pa
-    import pyarrow.compute as pc
-    import pyarrow.parquet as pq
-
-    pf = pq.ParquetFile(path)
-    names = set(pf.schema_arrow.names)
-    if text_key not in names:
-        raise SpecError(f"{path}: no {text_key!r} column (columns: {', '.join(sorted(names))})")
-    cols = [text_key] + [c for c in ("source", "_reject_reason") if c in names]
-    for batch in pf.iter_batches(columns=cols, batch_size=1024):
-        mask = pc.is_valid(batch.column(text_key))
-        if "_reject_reason" in names:  # a job's output: train on kept documents only
-            mask = pc.and_(mask, pc.is_null(batch.column("_reject_reason")))
-        if sources and "source" in names:
-            mask = pc.and_(mask, pc.is_in(batch.column("source"), value_set=pa.array(list(sources), pa.string())))
-        for t in batch.filter(mask).column(text_key).to_pylist():
-            if t:
-                yield t
-
-
-def expand_globs(patterns: Sequence[str]) -> list[Path]:
-    """Files matching ``patterns`` (``**`` allowed), sorted and de-duplicated; a pattern
-    matching nothing is a :class:`SpecError`."""
-    out: set[Path] = set()
-    for pat in patterns:
-        hits = [Path(h) for h in glob.glob(os.path.expanduser(pat), recursive=True)]
-        hits = [h for h in hits if h.is_file()]
-        if not hits:
-            raise SpecError(f"--source-glob {pat!r} matches no files")
-        out.update(hits)
-    return sorted(out)
+#: text files are cut into paragraph-aligned pieces of at most this many characters
+#: (the text reader's ``split`` option), so ``max_bytes`` stops close to where it says
+PIECE_CHARS = 1 << 16
+#: record fields that choose what to train on in a job's Parquet documents
+_JOB_FIELDS = ("source", "_reject_reason")
 
 
 def training_texts(
-    paths: Sequence[Path], *, max_bytes: int | None = None, text_key: str = "text",
-    sources: Sequence[str] = (),
+    inputs: Sequence[str | os.PathLike[str]], *, max_bytes: int | None = None, text_key: str = "text",
+    sources: Sequence[str] = (), stats: ReadStats | None = None,
 ) -> Iterator[str]:
-    """Texts from ``paths`` in path order until ``max_bytes`` of UTF-8 (a prefix sample,
-    so the same files give the same sample). Plain text (``.txt``, ``.gz``, ``.zst``) in
-    paragraph chunks; JSONL/JSON-lines by ``text_key``; Parquet (a job's documents) by
-    ``text_key``, kept rows only, optionally only ``sources``."""
+    """Texts of ``inputs`` (paths or globs, ``[format:]`` as everywhere) in order until
+    ``max_bytes`` of UTF-8 (a prefix sample, so the same files give the same sample).
+    Read like a job reads them (:mod:`stages._corpus`): plain text in paragraph pieces,
+    JSONL/Parquet by ``text_key``, HTML/WARC pages extracted. A record that carries
+    ``_reject_reason`` (a job's Parquet documents) is used only when it is null (kept
+    rows), and with ``sources`` only when its ``source`` field is one of them."""
     seen = 0
-    for p in paths:
-        kind = _kind(p)
-        it = (_parquet_texts(p, text_key, sources) if kind == "parquet"
-              else _jsonl_texts(p, text_key) if kind == "jsonl" else _text_chunks(p))
-        for t in it:
-            if max_bytes is not None and seen >= max_bytes:
-                return
-            seen += len(t.encode("utf-8", "surrogatepass"))
-            yield t
+    wanted = set(sources)
+    docs = corpus.iter_docs([os.fspath(p) for p in inputs], text_key=text_key, fields=_JOB_FIELDS,
+                            text_split={"split": "paragraphs", "max_chars": PIECE_CHARS}, stats=stats)
+    for doc in docs:
+        if doc.fields["_reject_reason"] is not None:
+            continue
+        if wanted and doc.fields["source"] is not None and doc.fields["source"] not in wanted:
+            continue
+        if max_bytes is not None and seen >= max_bytes:
+            return
+        seen += len(doc.text.encode("utf-8", "surrogatepass"))
+        yield doc.text
 
 
 # ---------------------------------------------------------------------------------------
@@ -275,7 +196,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     sp = p.add_subparsers(dest="tokenizer_command", required=True)
     t = sp.add_parser("train", help="train a byte-level BPE tokenizer on text files or a job's documents")
     t.add_argument("--source-glob", action="append", required=True, metavar="GLOB",
-                   help="input files (.txt/.gz/.zst text, .jsonl, or a job's .parquet documents); repeatable")
+                   help="input files, [format:]path or glob (text, JSONL, a job's .parquet documents, HTML, "
+                        "WARC; compressed or not); repeatable")
     t.add_argument("--vocab-size", type=int, required=True, help="total vocabulary incl. 256 bytes and specials")
     t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json and DIR/tokenizer.meta.json")
     t.add_argument("--special-token", action="append", metavar="TOKEN",
@@ -300,12 +222,14 @@ def _cli_train(args: argparse.Namespace) -> int:
         eos=args.eos,
         min_frequency=args.min_frequency,
     )
-    paths = expand_globs(args.source_glob)
-    texts = training_texts(paths, max_bytes=args.max_bytes, text_key=args.text_key, sources=args.source)
+    read = ReadStats()
+    texts = training_texts(args.source_glob, max_bytes=args.max_bytes, text_key=args.text_key,
+                           sources=args.source, stats=read)
     trained_on = {
-        "inputs": [{"path": str(p), "bytes": p.stat().st_size} for p in paths],
+        "inputs": corpus.file_summary(args.source_glob),
         "max_bytes": args.max_bytes,
         "sources": list(args.source),
+        "rejects": read.rejects,  # filled while training reads the texts
     }
     info = train_tokenizer(texts, args.out, config=cfg, trained_on=trained_on)
     print(json.dumps(info.to_manifest(), indent=2))
