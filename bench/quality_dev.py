@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                          roc_auc(y, model_scores(str(sample), texts)), str(sample.resolve())))
     print(f"quality development set: {len(y)} documents, {int(y.sum())} keep / {int((~y).sum())} drop "
           f"(labels: {DEV.LABELS.relative_to(REPO)}); {len(drifted)} extracted differently than when labelled "
-          f"(charset guess) {drifted}")
+          f"(charset guess, extract-stage settings) {drifted}")
     print(f"{'score':<48} {'AUC':>6}  notes")
     for name, auc, note in rows:
         print(f"{name:<48} {auc:>6.3f}  {note}")
