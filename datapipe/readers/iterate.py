@@ -176,7 +176,10 @@ def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
     return out
 
 
-def _options(fmt: str, path: str, text_key: str, keep: tuple[str, ...], text_split: Mapping[str, Any] | None):
+def _options(fmt: str, path: str, text_key: str, keep: tuple[str, ...],
+             text_split: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reader options for one file: the text field and the record fields to keep
+    (JSONL, Parquet), WET or WARC records, how to cut text files."""
     if fmt in ("jsonl", "parquet"):
         return {"text_key": text_key, "metadata": keep}
     if fmt == "warc":
@@ -184,13 +187,6 @@ def _options(fmt: str, path: str, text_key: str, keep: tuple[str, ...], text_spl
     if fmt == "text" and text_split:
         return dict(text_split)
     return None
-
-
-def _reader(fmt: str, path: str, **kw: Any) -> Reader:
-    from datapipe.readers import reader_for
-
-    opts = _options(fmt, path, kw.pop("text_key"), kw.pop("keep"), kw.pop("text_split"))
-    return reader_for(fmt)(source=_SOURCE, options=opts, **kw)
 
 
 def _language(rec: Mapping[str, Any]) -> str | None:
@@ -202,22 +198,19 @@ def _language(rec: Mapping[str, Any]) -> str | None:
 
 def _documents(table: pa.Table, path: str, fields: Sequence[str], stats: ReadStats) -> Iterator[Document]:
     """The kept rows of one processed batch as documents; rejects counted."""
-    cols = {c: table.column(c).to_pylist() for c in (S.TEXT, S.URL, S.RAW, S.ORIGIN, S.METADATA, S.REJECT_REASON)
-            if c in table.column_names}
-    n = table.num_rows
-    texts, reasons = cols.get(S.TEXT, [None] * n), cols[S.REJECT_REASON]
-    for i in range(n):
+    cols = {c: table.column(c).to_pylist() for c in (S.TEXT, S.URL, S.RAW, S.ORIGIN, S.METADATA, S.REJECT_REASON)}
+    texts, reasons = cols[S.TEXT], cols[S.REJECT_REASON]
+    for i in range(table.num_rows):
         if reasons[i] is not None:
             stats.reject(reasons[i])
             continue
-        raw = cols[S.RAW][i]
         if texts[i] is None:
             raise SpecError(f"{path}: holds pages, not text, and no stage extracted them; pass the extract "
                             "stage (stages=(Extract(),)) or read it with a text format")
         rec = json.loads(cols[S.METADATA][i]) if cols[S.METADATA][i] else {}
         stats.documents += 1
         yield Document(key=cols[S.ORIGIN][i], path=path, text=texts[i], url=cols[S.URL][i],
-                       language=_language(rec), raw=raw, fields={k: rec.get(k) for k in fields})
+                       language=_language(rec), raw=cols[S.RAW][i], fields={k: rec.get(k) for k in fields})
 
 
 def iter_documents(
@@ -242,13 +235,15 @@ def iter_documents(
     ``text_split``: the ``text`` reader's ``split``/``pattern``/``max_chars`` options,
     to cut text files into pieces. ``stages``: stage instances run on every batch
     (the extract stage for HTML/WARC). ``stats``: updated as documents come out."""
+    from datapipe.readers import reader_for
+
     stats = stats if stats is not None else ReadStats()
     keep = tuple(dict.fromkeys((*LANGUAGE_FIELDS, *fields)))
     for stage in stages:
         stage.ensure_setup()
     for fmt, path in expand_inputs(specs, exclude=exclude, storage=storage):
-        reader = _reader(fmt, path, text_key=text_key, keep=keep, text_split=text_split, on_error=on_error,
-                         batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
+        reader: Reader = reader_for(fmt)(source=_SOURCE, options=_options(fmt, path, text_key, keep, text_split),
+                                         on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
         f = InputFile(path=path, rel=path, size=fs.stat(path, storage).size, storage=storage)
         for table in reader.read(ReadSplit((f,))):
             for stage in stages:
