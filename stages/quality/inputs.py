@@ -4,10 +4,10 @@ source of negatives the web itself provides, *boilerplate*.
 ``boilerplate:<html or warc spec>`` reads real crawled pages and yields, per page,
 the visible text that the main-content extractor (the ``extract`` stage with a job's
 default settings, as everywhere in the project) did **not** keep: menus, footers,
-cookie banners, teaser lists, share buttons, shop widgets. That is exactly the text a quality filter must push down, it
-comes from the same pages (and languages) as the text worth keeping, and it costs no
-labelling. The main content of the same pages (the plain ``html:``/``warc:`` reading)
-is the matching positive.
+cookie banners, teaser lists, share buttons, shop widgets. That is exactly the text a
+quality filter must push down, it comes from the same pages (and languages) as the
+text worth keeping, and it costs no labelling. The main content of the same pages
+(the plain ``html:``/``warc:`` reading) is the matching positive.
 
 ``exclude`` (paths or globs) drops files from every input, so a recipe can never
 train on a held-out or labelled set (``bench/data/quality_dev/files.txt``).
@@ -21,7 +21,6 @@ from typing import Iterator, Sequence
 from datapipe.readers import Document, ReadStats
 from datapipe.readers.iterate import expand_inputs
 from stages import _corpus as corpus
-
 
 BOILERPLATE = "boilerplate:"
 #: elements whose start and end break a line (what a browser lays out as a block)
