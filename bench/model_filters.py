@@ -33,9 +33,9 @@ import numpy as np  # noqa: E402
 
 from datapipe import fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
-from datapipe.lm import corpus  # noqa: E402
-from datapipe.lm.card import read_card  # noqa: E402
-from datapipe.lm.score import load_kenlm  # noqa: E402
+from stages import _corpus as corpus  # noqa: E402
+from stages._card import read_card  # noqa: E402
+from stages.perplexity.score import load_kenlm  # noqa: E402
 from datapipe.textnorm import TextNorm  # noqa: E402
 
 
@@ -59,8 +59,8 @@ def documents(n: int) -> list[str]:
 
 
 def train_models(tmp: str) -> tuple[str, str]:
-    from datapipe.lm.train import train_lm
-    from datapipe.quality_train import QualityTrainConfig, train_quality
+    from stages.perplexity.train import train_lm
+    from stages.quality.train import QualityTrainConfig, train_quality
 
     c = shared_dir() / "corpora"
     q = os.path.join(tmp, "quality.bin")

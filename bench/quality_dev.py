@@ -40,7 +40,7 @@ from pathlib import Path  # noqa: E402
 import numpy as np  # noqa: E402
 
 from datapipe import fasttext_compat  # noqa: E402
-from datapipe.quality_train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
+from stages.quality.train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
 from datapipe.textnorm import TextNorm  # noqa: E402
 
 
@@ -119,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
                          roc_auc(y, model_scores(str(sample), texts)), str(sample.resolve())))
     print(f"quality development set: {len(y)} documents, {int(y.sum())} keep / {int((~y).sum())} drop "
           f"(labels: {DEV.LABELS.relative_to(REPO)}); {len(drifted)} extracted differently than when labelled "
-          f"(charset guess) {drifted}")
+          f"(charset guess, extract-stage settings) {drifted}")
     print(f"{'score':<48} {'AUC':>6}  notes")
     for name, auc, note in rows:
         print(f"{name:<48} {auc:>6.3f}  {note}")

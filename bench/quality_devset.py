@@ -8,7 +8,7 @@ The labels live in ``bench/data/quality_dev/labels.jsonl`` (rubric beside it,
      "key": null, "start": 0, "end": null, "sha256": "...", "label": 1, ...}
 
 ``path`` (relative to ``corpora/``) and ``format`` name the file and reader
-(:mod:`datapipe.lm.corpus`; ``zip`` for a member of a zip archive, named by ``key``);
+(:mod:`stages._corpus`; ``zip`` for a member of a zip archive, named by ``key``);
 ``key`` picks the document inside a multi-document file (a JSONL line number, a WARC
 target URI); ``start``/``end`` cut an excerpt out of a long text (books, web-text
 logs). ``sha256`` is the hash of (the letters and digits of) the text the label was given for: a reader or
@@ -22,6 +22,7 @@ trained on.
 
 from __future__ import annotations
 
+import functools
 import glob
 import hashlib
 import json
@@ -31,7 +32,8 @@ import zipfile
 from pathlib import Path
 from typing import Iterator
 
-from datapipe.lm import corpus
+from datapipe.readers.iterate import guess_format
+from stages import _corpus as corpus
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "data" / "quality_dev" / "labels.jsonl"
@@ -105,13 +107,30 @@ def pool(corpora: Path) -> Iterator[dict]:
         if "gutenberg" in rel or "wikitext-markup" in rel:
             for d in docs:
                 s, e = _excerpt(d.text, rng)
-                yield _rec(rel, corpus.guess_format(path), None, s, e, d.text[s:e])
+                yield _rec(rel, guess_format(path), None, s, e, d.text[s:e])
             continue
         if rel.startswith("stackexchange/"):
             docs = docs[::7]
         for d in docs:
-            key = None if d.key == path else d.key[len(path) + 1:]
-            yield _rec(rel, corpus.guess_format(path), key, 0, None, d.text)
+            yield _rec(rel, guess_format(path), _label_key(d, guess_format(path)), 0, None, d.text)
+
+
+def _label_key(doc, fmt: str) -> str | None:
+    """The key a label uses for a document: None for a one-document file, the WARC
+    target URI, the 1-based JSONL line number (the readers locate by byte offset)."""
+    if fmt == "warc":
+        return doc.url
+    if fmt != "jsonl":
+        return None
+    sep, loc = doc.key[len(doc.path)], doc.key[len(doc.path) + 1:]
+    return loc if sep == ":" else str(_line_starts(doc.path).index(int(loc)) + 1)
+
+
+@functools.lru_cache(maxsize=8)
+def _line_starts(path: str) -> list[int]:
+    with open(path, "rb") as f:
+        data = f.read()
+    return [0] + [i + 1 for i, b in enumerate(data) if b == 10]
 
 
 def _rec(path: str, fmt: str, key: str | None, start: int, end: int | None, text: str) -> dict:
@@ -123,7 +142,9 @@ def resolve(labels: list[dict], corpora: Path) -> tuple[list[str], list[str]]:
     """The text of every labelled document, and the ids whose text no longer matches
     its hash. A drift is reported, not fatal: trafilatura's charset guess for a page
     that declares none differs between processes now and then (a Chinese page read
-    as GB18030 once and as mojibake another time); the label is about the page."""
+    as GB18030 once and as mojibake another time), and the labels predate reading pages
+    with the job's extract stage (tables kept; a page it finds no text in is an empty
+    text here); the label is about the page."""
     by_file: dict[tuple[str, str], dict[str | None, str]] = {}
     out, drifted = [], []
     for rec in labels:
@@ -131,6 +152,10 @@ def resolve(labels: list[dict], corpora: Path) -> tuple[list[str], list[str]]:
         if fk not in by_file:
             by_file[fk] = _read_file(corpora / rec["path"], rec["format"])
         full = by_file[fk].get(rec["key"])
+        if full is None and rec["format"] in ("html", "warc"):
+            drifted.append(rec["id"])  # the extract stage finds no main text in it now: a job drops it
+            out.append("")
+            continue
         if full is None:
             raise ValueError(f"{LABELS}: {rec['id']} points at {rec['path']} key {rec['key']!r}, which "
                              "is not there; the shared corpora changed")
@@ -148,7 +173,7 @@ def _read_file(path: Path, fmt: str) -> dict[str | None, str]:
     out: dict[str | None, str] = {}
     p = str(path)
     for d in corpus.iter_docs([f"{fmt}:{p}"]):
-        out[None if d.key == p else d.key[len(p) + 1:]] = d.text
+        out[_label_key(d, fmt)] = d.text
     return out
 
 

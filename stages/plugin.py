@@ -17,9 +17,9 @@ def stages() -> Mapping[str, type[Stage]]:
 
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
-    from datapipe.lm.cli import add_cli as add_lm_cli
-    from datapipe.quality_train import add_cli as add_quality_cli
-    from datapipe.tokenizer import add_cli as add_tokenizer_cli
+    from stages.perplexity.cli import add_cli as add_lm_cli
+    from stages.quality.train import add_cli as add_quality_cli
+    from stages.tokenize.train import add_cli as add_tokenizer_cli
     from stages.langid import packaged_model_path
 
     add_tokenizer_cli(subparsers)

@@ -2,7 +2,9 @@
 
 ``READERS`` maps a job spec's ``format`` to its reader class; :func:`reader_for`
 looks one up. See :mod:`datapipe.readers.base` for the contract (plan files into
-splits, read a split) and how bad input becomes rejects.
+splits, read a split) and how bad input becomes rejects. :func:`iter_documents`
+(:mod:`datapipe.readers.iterate`) reads inputs with the same readers in one process,
+for the tools that train models.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from datapipe.errors import SpecError
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.files import HtmlReader, TextReader
+from datapipe.readers.iterate import Document, ReadStats, iter_documents
 from datapipe.readers.jsonl import JsonlReader
 from datapipe.readers.mediawiki import MediaWikiReader
 from datapipe.readers.parquet import ParquetReader
@@ -26,7 +29,7 @@ READERS: dict[str, type[Reader]] = {
     "stackexchange": StackExchangeReader,
 }
 
-__all__ = ["READERS", "InputFile", "ReadSplit", "Reader", "reader_for"]
+__all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "iter_documents", "reader_for"]
 
 
 def reader_for(format: str) -> type[Reader]:

@@ -154,7 +154,7 @@ def test_sample_job_keeps_its_german_and_french_pages(repo_dir, shared_dir):
     langid stage does) go through the job's heuristic stages with the job's settings;
     judged by English rules (the old behaviour) most were dropped."""
     from datapipe import fasttext_compat
-    from datapipe.lm import corpus
+    from stages import _corpus as corpus
     from stages.c4 import C4Config
 
     d = repo_dir / "jobs" / "sample_data"

@@ -11,8 +11,8 @@ import kenlm
 import numpy as np
 import pytest
 
-from datapipe.lm.arpa import write_arpa
-from datapipe.lm.kneser_ney import FALLBACK_DISCOUNTS, check_normalisation, estimate
+from stages.perplexity.arpa import write_arpa
+from stages.perplexity.kneser_ney import FALLBACK_DISCOUNTS, check_normalisation, estimate
 from datapipe.textnorm import TextNorm
 
 

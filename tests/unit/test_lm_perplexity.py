@@ -16,11 +16,11 @@ from warcio.archiveiterator import ArchiveIterator
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.lm import cli as lm_cli
-from datapipe.lm import corpus
-from datapipe.lm.card import read_card
-from datapipe.lm.score import perplexities
-from datapipe.lm.train import compute_cutoffs, read_cutoffs, train_lm
+from stages.perplexity import cli as lm_cli
+from stages import _corpus as corpus
+from stages._card import read_card
+from stages.perplexity.score import perplexities
+from stages.perplexity.train import compute_cutoffs, read_cutoffs, train_lm
 from datapipe.textnorm import TextNorm
 from stages.langid import packaged_model_path
 from stages.perplexity import PerplexityConfig, PerplexityFilter

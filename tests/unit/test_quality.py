@@ -15,9 +15,9 @@ import pytest
 from datapipe import fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.lm import corpus
-from datapipe.lm.card import read_card, write_card
-from datapipe.quality_train import (
+from stages import _corpus as corpus
+from stages._card import read_card, write_card
+from stages.quality.train import (
     QualityTrainConfig,
     add_cli,
     allot,
@@ -269,11 +269,11 @@ def test_sample_corpus_recipe(repo_dir, tmp_path):
 # -- issue 14: boilerplate negatives, excluded files, parameters by validation --------
 
 def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
-    from datapipe import quality_inputs as qi
+    from stages.quality import inputs as qi
 
     page = shared_dir / "corpora" / "web" / "html" / "blog.python.org.html.gz"
-    raw = next(iter(qi._pages("html", str(page))))[1]
-    main = corpus._html_text(raw)
+    page_doc = next(corpus.iter_docs([str(page)]))
+    raw, main = page_doc.raw, page_doc.text
     visible = qi.visible_lines(raw)
     rest = qi.boilerplate(raw, main).splitlines()
     main_lines = {" ".join(ln.split()) for ln in main.splitlines()}
@@ -285,14 +285,14 @@ def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
 
 
 def test_excluded_files_are_never_read(shared_dir):
-    from datapipe import quality_inputs as qi
+    from stages.quality import inputs as qi
 
     spec = str(shared_dir / "corpora" / "ccnet" / "cc_en_head-*.jsonl")
     every = qi.expand(spec)
     assert len(every) == 2
     left = qi.expand(spec, exclude=(every[0][1],))
     assert left == every[1:]
-    assert {d.key.rsplit(":", 1)[0] for d in qi.iter_docs(spec, exclude=(every[0][1],))} == {every[1][1]}
+    assert {d.path for d in qi.iter_docs(spec, exclude=(every[0][1],))} == {every[1][1]}
     assert qi.expand(spec, exclude=(str(shared_dir / "corpora" / "ccnet" / "*0091*"),)) == \
         [e for e in every if "0091" not in e[1]]
 

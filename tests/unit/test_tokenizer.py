@@ -10,10 +10,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from datapipe.errors import SpecError
-from datapipe.tokenizer import (
-    TrainConfig, add_cli, fingerprint, load_tokenizer, resolve_eos, tokenizer_info, train_tokenizer,
-    training_texts,
-)
+from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, tokenizer_info
+from stages.tokenize.train import TrainConfig, add_cli, train_tokenizer, training_texts
 
 
 @pytest.fixture(scope="module")

@@ -2,7 +2,7 @@
 
 The kenlm Python package only *queries* models, so we estimate them ourselves, the
 way ``lmplz`` does (Chen & Goodman 1998; Heafield et al. 2013), and write ARPA
-(:mod:`datapipe.lm.arpa`) that ``kenlm.Model`` loads.
+(:mod:`stages.perplexity.arpa`) that ``kenlm.Model`` loads.
 
 Counting without Python loops over tokens
 -----------------------------------------

@@ -1,4 +1,6 @@
-"""Model cards: the JSON file written beside every model datapipe trains.
+"""Model cards: the JSON file written beside every model datapipe trains (the quality
+classifier, the n-gram LMs), and the command-line switches of the text normalisation
+a card records.
 
 A card says what the model was trained on (inputs, sizes), how (parameters), how good
 it is (held-out metrics), and - the part inference depends on - the text
@@ -9,12 +11,14 @@ normalisation used, so that a stage scoring documents rebuilds the same
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 from typing import Any
 
 from datapipe import fs
 from datapipe.errors import SpecError
+from datapipe.textnorm import TextNorm
 
 _MODEL_EXTS = (".bin", ".ftz", ".arpa", ".binary", ".klm", ".gz")
 
@@ -52,3 +56,19 @@ def read_card(model_path: str | os.PathLike, *, required: bool = False) -> dict[
         return json.loads(fs.read_text(path))
     except ValueError as e:
         raise SpecError(f"model card {path} is not valid JSON: {e}") from None
+
+
+def add_textnorm_args(p: argparse.ArgumentParser) -> None:
+    """The normalisation switches shared by ``lm train`` and ``quality train``."""
+    g = p.add_argument_group("text normalisation (recorded in the model card, reused at inference)")
+    g.add_argument("--no-lowercase", action="store_true", help="keep case")
+    g.add_argument("--no-digits", action="store_true", help="keep digits (default: every digit becomes 0)")
+    g.add_argument("--strip-accents", action="store_true", help="remove combining accents (NFD)")
+    g.add_argument("--no-split-punct", action="store_true", help="do not put spaces around punctuation")
+    g.add_argument("--max-chars", type=int, default=0, help="score only the first N characters of a document (0: all)")
+
+
+def textnorm_from_args(args: argparse.Namespace) -> TextNorm:
+    return TextNorm(lowercase=not args.no_lowercase, digits=not args.no_digits,
+                    strip_accents=args.strip_accents, split_punct=not args.no_split_punct,
+                    max_chars=args.max_chars)

@@ -8,7 +8,7 @@ curated text (Wikipedia, books) against random web text; on a multilingual web c
 that learns "English prose vs web page", so the documented default (issue 14,
 ``docs/quality.md``) is the main text of real crawled pages against the boilerplate the
 extractor removed from the same pages (``boilerplate:`` inputs,
-:mod:`datapipe.quality_inputs`), with the fastText parameters chosen on a validation
+:mod:`stages.quality.inputs`), with the fastText parameters chosen on a validation
 split (``--search``) and labelled evaluation files kept out (``--exclude``).
 
 How examples are made (deterministic: same inputs + seed, same model and card)
@@ -53,10 +53,11 @@ import numpy as np
 import xxhash
 
 from datapipe import fasttext_compat
-from datapipe import quality_inputs as inputs
 from datapipe.errors import SpecError
-from datapipe.lm.card import read_card, write_card
+from datapipe.readers import ReadStats
 from datapipe.textnorm import TextNorm
+from stages._card import add_textnorm_args, read_card, textnorm_from_args, write_card
+from stages.quality import inputs
 
 log = logging.getLogger(__name__)
 
@@ -139,7 +140,8 @@ def _collect(spec: str, cfg: QualityTrainConfig, cap: int) -> tuple[list[tuple[i
     heap: list[tuple[int, str]] = []  # max-heap by hash via negation
     docs = chunks = nbytes = 0
     seen: set[int] = set()
-    for doc in inputs.iter_docs(spec, text_key=cfg.text_key, exclude=cfg.exclude):
+    read = ReadStats()
+    for doc in inputs.iter_docs(spec, text_key=cfg.text_key, exclude=cfg.exclude, stats=read):
         docs += 1
         nbytes += len(doc.text.encode("utf-8", "surrogatepass"))
         for chunk in _chunks(cfg.textnorm.one_line(doc.text).split(" "), cfg.chunk_words, cfg.min_words):
@@ -154,7 +156,8 @@ def _collect(spec: str, cfg: QualityTrainConfig, cap: int) -> tuple[list[tuple[i
                 heapq.heapreplace(heap, (-h, chunk))
     picked = sorted(((-nh, c) for nh, c in heap))  # smallest hashes first: any prefix is a uniform sample
     summary = {"input": spec, "files": inputs.file_summary(spec, cfg.exclude), "documents": docs,
-               "text_bytes": nbytes, "chunks": chunks, "chunks_used": len(picked)}
+               "text_bytes": nbytes, "rejects": read.to_dict()["rejects"], "chunks": chunks,
+               "chunks_used": len(picked)}
     return picked, summary
 
 
@@ -331,10 +334,9 @@ def _search(train_lines: list[str], base: dict[str, Any], seed: int, tmp: str) -
              "fit_examples": len(fit), "trials": results})
 
 
-def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
-    """Train the classifier, evaluate it on the held-out split, write model + card.
-    Returns the card."""
-    t0 = time.perf_counter()
+def _read_classes(cfg: QualityTrainConfig) -> tuple[dict[str, list[tuple[int, str]]], dict[str, list[dict]]]:
+    """The examples of each class (``(hash, chunk)``, sources balanced by :func:`allot`,
+    the larger class cut to ``balance`` x the smaller) and a summary per source."""
     per_source: dict[str, list[list[tuple[int, str]]]] = {}
     sources: dict[str, list[dict[str, Any]]] = {}
     for label, specs in ((POSITIVE, cfg.positive), (NEGATIVE, cfg.negative)):
@@ -358,13 +360,18 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
             summary["chunks_used"] = k
             log.info("%s %s: %d documents, %d chunks, %d used", label, summary["input"],
                      summary["documents"], summary["chunks"], k)
-    t_read = time.perf_counter() - t0
+    return classes, sources
 
+
+def _split_heldout(cfg: QualityTrainConfig, classes: dict[str, list[tuple[int, str]]]
+                   ) -> tuple[list[str], list[str], list[bool]]:
+    """fastText training lines (``__label__<class> <text>``, classes interleaved by a
+    seeded hash) and the held-out texts with their labels (True: positive)."""
     train_lines: list[str] = []
     held_texts: list[str] = []
     held_labels: list[bool] = []
     for label, items in classes.items():
-        for h, text in items:
+        for _h, text in items:
             if _hash(cfg.seed + 1, text) % 10_000 < cfg.heldout * 10_000:
                 held_texts.append(text)
                 held_labels.append(label == POSITIVE)
@@ -376,10 +383,13 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
     if not held_texts or len(set(held_labels)) < 2:
         raise SpecError("quality train: the held-out split has fewer than two classes; give more data "
                         "or a larger --heldout")
+    return train_lines, held_texts, held_labels
 
-    out = os.fspath(cfg.out)
-    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
-    t1 = time.perf_counter()
+
+def _fit(cfg: QualityTrainConfig, train_lines: list[str], out: str) -> tuple[dict[str, Any], dict | None]:
+    """Train the final model into ``out`` (parameters chosen by ``--search`` when asked;
+    a candidate that diverges gives way to the next best). Returns the parameters used
+    and the search record."""
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False, encoding="utf-8",
                                      dir=os.path.dirname(os.path.abspath(out))) as tf:
         tf.write("\n".join(train_lines))
@@ -408,21 +418,42 @@ def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
     finally:
         os.unlink(train_file)
     os.replace(tmp_model, out)
+    return params, search
+
+
+def heldout_metrics(model, texts: Sequence[str], labels: Sequence[bool]) -> dict[str, Any]:
+    """The card's ``heldout`` block: AUC, precision/recall/F1/accuracy at 0.5, a
+    precision-recall table and the score quantiles."""
+    y = np.array(labels)
+    scores = positive_scores(model, texts)
+    return {
+        "examples": int(len(y)),
+        "positives": int(y.sum()),
+        "negatives": int((~y).sum()),
+        "auc": round(roc_auc(y, scores), 5),
+        **{k: v for k, v in _pr(y, scores, 0.5).items() if k != "threshold"},
+        "pr_table": [_pr(y, scores, t) for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)],
+        "score_quantiles": quantiles(scores),
+        "split": "per chunk (seeded hash); see stages.quality.train",
+    }
+
+
+def train_quality(cfg: QualityTrainConfig) -> dict[str, Any]:
+    """Train the classifier, evaluate it on the held-out split, write model + card.
+    Returns the card."""
+    t0 = time.perf_counter()
+    classes, sources = _read_classes(cfg)
+    t_read = time.perf_counter() - t0
+    train_lines, held_texts, held_labels = _split_heldout(cfg, classes)
+
+    out = os.fspath(cfg.out)
+    os.makedirs(os.path.dirname(os.path.abspath(out)), exist_ok=True)
+    t1 = time.perf_counter()
+    params, search = _fit(cfg, train_lines, out)
     model = fasttext_compat.load(out)
     t_train = time.perf_counter() - t1
 
-    labels = np.array(held_labels)
-    scores = positive_scores(model, held_texts)
-    metrics = {
-        "examples": int(len(labels)),
-        "positives": int(labels.sum()),
-        "negatives": int((~labels).sum()),
-        "auc": round(roc_auc(labels, scores), 5),
-        **{k: v for k, v in _pr(labels, scores, 0.5).items() if k != "threshold"},
-        "pr_table": [_pr(labels, scores, t) for t in (0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9)],
-        "score_quantiles": quantiles(scores),
-        "split": "per chunk (seeded hash); see datapipe.quality_train",
-    }
+    metrics = heldout_metrics(model, held_texts, held_labels)
     card: dict[str, Any] = {
         "kind": "fasttext-quality",
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
@@ -476,8 +507,6 @@ def calibrate_model(model_path: str, specs: Sequence[str], *, text_key: str = "t
 # -- command line ------------------------------------------------------------------------
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from datapipe.lm.cli import textnorm_from_args
-
     ft = FastTextParams(lr=args.lr, epoch=args.epoch, dim=args.dim, wordNgrams=args.word_ngrams,
                         minCount=args.min_count, bucket=args.bucket, thread=args.threads, seed=args.seed)
     cfg = QualityTrainConfig(
@@ -506,8 +535,6 @@ def _cmd_calibrate(args: argparse.Namespace) -> int:
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     """Add ``quality train`` and ``quality calibrate`` to the ``datapipe`` command line."""
-    from datapipe.lm.cli import add_textnorm_args
-
     q = subparsers.add_parser("quality", help="fastText quality classifier for the quality stage")
     sub = q.add_subparsers(dest="quality_command", required=True)
     t = sub.add_parser("train", help="train the classifier and write model + card",

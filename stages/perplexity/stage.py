@@ -6,7 +6,7 @@ split Common Crawl into ``head``/``middle``/``tail`` thirds per language, and LL
 head + middle. This stage adds
 
 * ``perplexity`` (float32): ``10 ** (-sum log10 p / tokens)`` over the document's
-  normalised lines (:mod:`datapipe.lm.score`), normalised exactly as the model's
+  normalised lines (:mod:`stages.perplexity.score`), normalised exactly as the model's
   training text was (the card's ``textnorm``);
 * ``perplexity_bucket`` (string): ``head`` below the ``head_percentile`` cut-off of the
   document's language, ``middle`` below ``tail_percentile``, else ``tail`` — only when
@@ -25,7 +25,6 @@ written in its card); ``models`` adds more languages (``{de: models/lm/de.arpa}`
 from __future__ import annotations
 
 import logging
-import os
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,9 +33,9 @@ import pyarrow as pa
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.lm.card import read_card
-from datapipe.lm.score import load_kenlm, perplexities
-from datapipe.lm.train import read_cutoffs
+from stages._card import read_card
+from stages.perplexity.score import load_kenlm, perplexities
+from stages.perplexity.train import read_cutoffs
 from datapipe.stage import Compute, FilterStage, StageConfig
 from datapipe.textnorm import TextNorm
 

@@ -45,8 +45,8 @@ from datapipe import fs
 from datapipe import fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.lm.card import read_card
-from datapipe.quality_train import POSITIVE, QUANTILE_POINTS, positive_scores
+from stages._card import read_card
+from stages.quality.train import POSITIVE, QUANTILE_POINTS, positive_scores
 from datapipe.stage import Compute, FilterStage, StageConfig
 from datapipe.textnorm import TextNorm
 

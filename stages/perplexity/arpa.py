@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from datapipe.lm.kneser_ney import NgramModel
+from stages.perplexity.kneser_ney import NgramModel
 
 log = logging.getLogger(__name__)
 

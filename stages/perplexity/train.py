@@ -1,7 +1,7 @@
 """``datapipe lm train`` and ``datapipe lm cutoffs``: the functions behind the CLI.
 
 ``train_lm`` reads reference text, normalises it (:class:`~datapipe.textnorm.TextNorm`),
-estimates an interpolated modified Kneser-Ney model (:mod:`datapipe.lm.kneser_ney`),
+estimates an interpolated modified Kneser-Ney model (:mod:`stages.perplexity.kneser_ney`),
 writes ARPA (+ KenLM binary when ``build_binary`` exists), checks that KenLM loads it,
 scores a held-out slice and writes the model card.
 
@@ -24,11 +24,13 @@ import numpy as np
 import xxhash
 
 from datapipe.errors import SpecError
-from datapipe.lm import arpa, corpus
-from datapipe.lm.card import read_card, write_card
-from datapipe.lm.kneser_ney import check_normalisation, estimate
-from datapipe.lm.score import load_kenlm, perplexities
+from datapipe.readers import ReadStats
 from datapipe.textnorm import TextNorm
+from stages import _corpus as corpus
+from stages._card import read_card, write_card
+from stages.perplexity import arpa
+from stages.perplexity.kneser_ney import check_normalisation, estimate
+from stages.perplexity.score import load_kenlm, perplexities
 
 log = logging.getLogger(__name__)
 
@@ -55,17 +57,10 @@ def train_lm(
         raise SpecError(f"lm train: --heldout must be in [0, 0.5), got {heldout_fraction}")
     norm = norm or TextNorm()
     t0 = time.perf_counter()
-    train: list[str] = []
-    held: list[str] = []
-    docs = read_bytes = 0
-    for doc in corpus.iter_docs(inputs, text_key=text_key):
-        docs += 1
-        read_bytes += len(doc.text.encode("utf-8", "surrogatepass"))
-        for line in norm.lines(doc.text):
-            (held if _is_heldout(line, heldout_fraction) else train).append(line)
-        if max_bytes and read_bytes >= max_bytes:
-            log.info("read %d bytes (max_bytes): stopping", read_bytes)
-            break
+    read = ReadStats()
+    train, held, read_bytes = _read_lines(inputs, norm, text_key=text_key, max_bytes=max_bytes,
+                                          heldout_fraction=heldout_fraction, stats=read)
+    docs = read.documents
     if not train:
         raise SpecError(f"lm train: no text in {list(inputs)}")
     t_read = time.perf_counter() - t0
@@ -88,12 +83,7 @@ def train_lm(
     stats = model.stats()
     del model  # free the arrays before KenLM loads its own copy
     t2 = time.perf_counter()
-    lm = load_kenlm(binary_path or out)
-    heldout = None
-    if held:
-        total = sum(lm.score(line) for line in held)
-        tokens = sum(line.count(" ") + 2 for line in held)
-        heldout = {"lines": len(held), "tokens": tokens, "perplexity": round(10.0 ** (-total / tokens), 3)}
+    heldout = _heldout_perplexity(load_kenlm(binary_path or out), held)
     t_check = time.perf_counter() - t2
     stats["seconds"].update(read=round(t_read, 3), write=round(t_write, 3), load_and_heldout=round(t_check, 3))
     card = {
@@ -103,10 +93,11 @@ def train_lm(
         "model": os.path.basename(out),
         "binary": os.path.basename(binary_path) if binary_path else None,
         "language": language,
-        "smoothing": "interpolated modified Kneser-Ney (datapipe.lm)",
+        "smoothing": "interpolated modified Kneser-Ney (stages.perplexity)",
         "textnorm": norm.to_dict(),
         "inputs": corpus.file_summary(inputs),
         "documents": docs,
+        "rejects": read.to_dict()["rejects"],
         "text_bytes": read_bytes,
         "max_bytes": max_bytes,
         "heldout_fraction": heldout_fraction,
@@ -118,6 +109,32 @@ def train_lm(
     write_card(out, card)
     log.info("wrote %s (%.1f MB); held-out perplexity %s", out, size / 1e6, heldout and heldout["perplexity"])
     return card
+
+
+def _read_lines(inputs: Sequence[str], norm: TextNorm, *, text_key: str, max_bytes: int,
+                heldout_fraction: float, stats: ReadStats) -> tuple[list[str], list[str], int]:
+    """Normalised lines of the inputs, split into training and held-out lines by a hash
+    of the line; stops after ``max_bytes`` of text (0: reads all). Also the bytes read."""
+    train: list[str] = []
+    held: list[str] = []
+    read_bytes = 0
+    for doc in corpus.iter_docs(inputs, text_key=text_key, stats=stats):
+        read_bytes += len(doc.text.encode("utf-8", "surrogatepass"))
+        for line in norm.lines(doc.text):
+            (held if _is_heldout(line, heldout_fraction) else train).append(line)
+        if max_bytes and read_bytes >= max_bytes:
+            log.info("read %d bytes (max_bytes): stopping", read_bytes)
+            break
+    return train, held, read_bytes
+
+
+def _heldout_perplexity(lm, held: list[str]) -> dict[str, Any] | None:
+    """Perplexity of the held-out lines under the written model, as KenLM loads it."""
+    if not held:
+        return None
+    total = sum(lm.score(line) for line in held)
+    tokens = sum(line.count(" ") + 2 for line in held)
+    return {"lines": len(held), "tokens": tokens, "perplexity": round(10.0 ** (-total / tokens), 3)}
 
 
 PERCENTILES = tuple(range(101))
@@ -145,7 +162,8 @@ def compute_cutoffs(
     identify = _language_identifier(langid) if langid else None
     texts: dict[str, list[str]] = {lang: [] for lang in models}
     skipped = no_language = 0
-    for doc in corpus.iter_docs(inputs, text_key=text_key):
+    read = ReadStats()
+    for doc in corpus.iter_docs(inputs, text_key=text_key, stats=read):
         lang = doc.language or (identify(doc.text) if identify else None) or default_language
         if lang is None:
             no_language += 1
@@ -179,7 +197,8 @@ def compute_cutoffs(
                 if no_language else "")
         raise SpecError(f"lm cutoffs: no document of {sorted(models)} found in {list(inputs)}{hint}")
     write_cutoffs(out, table)
-    return {"languages": counts, "skipped_other_languages": skipped, "no_language": no_language, "out": out}
+    return {"languages": counts, "skipped_other_languages": skipped, "no_language": no_language,
+            "rejects": read.to_dict()["rejects"], "out": out}
 
 
 def _language_identifier(path: str):

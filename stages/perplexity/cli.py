@@ -1,5 +1,5 @@
-"""``datapipe lm train`` / ``datapipe lm cutoffs`` (wired into :mod:`datapipe.cli` with
-:func:`add_cli`)."""
+"""``datapipe lm train`` / ``datapipe lm cutoffs`` (wired into the ``datapipe`` command
+line with :func:`add_cli`)."""
 
 from __future__ import annotations
 
@@ -8,27 +8,11 @@ import json
 from typing import Callable
 
 from datapipe.errors import SpecError
-from datapipe.textnorm import TextNorm
-
-
-def add_textnorm_args(p: argparse.ArgumentParser) -> None:
-    """The normalisation switches shared by ``lm train`` and ``quality train``."""
-    g = p.add_argument_group("text normalisation (recorded in the model card, reused at inference)")
-    g.add_argument("--no-lowercase", action="store_true", help="keep case")
-    g.add_argument("--no-digits", action="store_true", help="keep digits (default: every digit becomes 0)")
-    g.add_argument("--strip-accents", action="store_true", help="remove combining accents (NFD)")
-    g.add_argument("--no-split-punct", action="store_true", help="do not put spaces around punctuation")
-    g.add_argument("--max-chars", type=int, default=0, help="score only the first N characters of a document (0: all)")
-
-
-def textnorm_from_args(args: argparse.Namespace) -> TextNorm:
-    return TextNorm(lowercase=not args.no_lowercase, digits=not args.no_digits,
-                    strip_accents=args.strip_accents, split_punct=not args.no_split_punct,
-                    max_chars=args.max_chars)
+from stages._card import add_textnorm_args, read_card, textnorm_from_args
 
 
 def _cmd_train(args: argparse.Namespace) -> int:
-    from datapipe.lm.train import train_lm
+    from stages.perplexity.train import train_lm
 
     card = train_lm(args.input, args.out, order=args.order, language=args.language,
                     norm=textnorm_from_args(args), text_key=args.text_key,
@@ -41,7 +25,6 @@ def _cmd_train(args: argparse.Namespace) -> int:
 
 
 def _parse_models(items: list[str]) -> dict[str, str]:
-    from datapipe.lm.card import read_card
 
     models: dict[str, str] = {}
     for item in items:
@@ -57,7 +40,7 @@ def _parse_models(items: list[str]) -> dict[str, str]:
 
 
 def _cmd_cutoffs(args: argparse.Namespace) -> int:
-    from datapipe.lm.train import compute_cutoffs
+    from stages.perplexity.train import compute_cutoffs
 
     langid = args.langid
     if langid == "packaged":  # the lid.176 that the langid stage uses by default

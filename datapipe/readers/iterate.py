@@ -1,0 +1,258 @@
+"""A job's readers as a plain single-process iterator, for the tools that train models.
+
+The model trainers (``quality train``, ``lm train|cutoffs``, ``tokenizer train``) read a
+few hundred MB at most, on one machine, so they need no Ray Data pipeline; but a model
+must see text the way the job that uses it produces it. :func:`iter_documents` reads
+inputs named the way the command line names them, ``[format:]path-or-glob``, with the
+job's own readers (:data:`datapipe.readers.READERS`):
+
+* **Files.** A pattern is expanded through :mod:`datapipe.fs` as a job's ``paths`` are
+  (``*``, ``?``, ``**`` at any depth; a folder means every file below it; local paths
+  and URIs alike), files sorted per input, a file reached twice read once. An input
+  matching nothing is a :class:`~datapipe.errors.SpecError` (a typo must not train on
+  nothing). ``exclude`` (paths or globs) keeps files out of every input, e.g. a
+  labelled evaluation set.
+* **Format.** From the ``format:`` prefix (any reader name), else the file name
+  (compression suffixes ignored): ``.jsonl``/``.json``/``.ndjson`` jsonl, ``.parquet``
+  parquet, ``.warc``/``.arc`` warc (response records), ``.wet`` warc (WET
+  ``conversion`` records), ``.html``/``.htm`` html, anything else text (one document
+  per file, or per piece with ``text_split``).
+* **Decompression, records, bad input** are the readers': a record that cannot be used
+  is a reject ``read:<what>``; a file that cannot be read to its end follows
+  ``on_error``. The tools use ``"skip"`` (the default here): the documents read before
+  the damage are kept, the reader logs a warning naming the file, and the file counts
+  one reject (``read:truncated_gzip``...); one bad file of a web dump must not stop a
+  training run, and the count lands in the model's card. ``"fail"`` raises
+  :class:`~datapipe.errors.CorruptInputError` naming the file.
+* **Extraction.** ``stages`` run on every batch before documents come out, as a job's
+  chain does. The trainers pass the ``extract`` stage with its default settings, so
+  HTML and WARC pages become text exactly as a job's ``extract: {}`` makes it (tables
+  kept). The engine imports no concrete stage, hence the parameter; a page that no
+  stage turned into text is an error.
+
+Rejects of readers and stages are counted per reason in the :class:`ReadStats` the
+caller passes. Memory: one batch (``batch_rows`` documents) at a time; a whole-file
+document is held whole (at most ``max_doc_bytes``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterator, Mapping, Sequence
+
+import pyarrow as pa
+
+from datapipe import fs
+from datapipe import schema as S
+from datapipe.errors import SpecError
+from datapipe.readers.base import InputFile, Reader, ReadSplit
+from datapipe.stage import Stage
+
+log = logging.getLogger(__name__)
+
+#: formats guessed from file names (any reader name may be given as a prefix)
+GUESSED = ("text", "jsonl", "parquet", "warc", "html")
+#: record fields that carry a document's language (CCNet keeps it under ``metadata``)
+LANGUAGE_FIELDS = ("language", "lang", "metadata.language", "metadata.lang")
+_COMPRESSION = (".gz", ".zst", ".zstd", ".bz2", ".xz")
+_SOURCE = "input"
+
+
+@dataclass(frozen=True)
+class Document:
+    """One document: its text, where it came from, and what the record said about it.
+
+    ``key`` is the reader's locator (``<path>@<byte offset>``, ``<path>:<line>``,
+    ``<path>#<row>`` or ``<path>``): stable across runs. ``raw`` holds the page bytes
+    the text was extracted from (HTML and WARC inputs). ``fields`` holds the record
+    fields asked for with ``fields=`` (``None`` when absent)."""
+
+    key: str
+    path: str
+    text: str
+    url: str | None = None
+    language: str | None = None
+    raw: bytes | None = None
+    fields: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class ReadStats:
+    """What a read produced: documents, and rejects per reason (``read:invalid_json``,
+    ``extract:empty``...). Model cards record it."""
+
+    documents: int = 0
+    rejects: dict[str, int] = field(default_factory=dict)
+
+    def reject(self, reason: str) -> None:
+        self.rejects[reason] = self.rejects.get(reason, 0) + 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"documents": self.documents, "rejects": dict(sorted(self.rejects.items()))}
+
+
+def _strip_compression(name: str) -> str:
+    for ext in _COMPRESSION:
+        if name.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
+def guess_format(path: str) -> str:
+    """Format from the file name (compression suffixes ignored); ``text`` if unknown."""
+    base = _strip_compression(fs.basename(path).lower())
+    if base.endswith((".jsonl", ".json", ".ndjson")):
+        return "jsonl"
+    if base.endswith(".parquet"):
+        return "parquet"
+    if base.endswith((".warc", ".arc", ".wet")) or ".warc" in base or base.endswith(".wet.txt"):
+        return "warc"
+    if base.endswith((".html", ".htm")):
+        return "html"
+    return "text"
+
+
+def _is_wet(path: str) -> bool:
+    return ".wet" in _strip_compression(fs.basename(path).lower())
+
+
+def split_input(spec: str) -> tuple[str | None, str]:
+    """``("warc", "data/*.gz")`` for ``"warc:data/*.gz"``; ``(None, spec)`` without a
+    known format prefix (``s3://...`` is a URI, not a format)."""
+    from datapipe.readers import READERS
+
+    head, sep, tail = spec.partition(":")
+    if sep and head in READERS:
+        return head, tail
+    return None, spec
+
+
+def match_files(pattern: str, storage: fs.StorageOptions | None = None) -> list[str]:
+    """Files of one path, folder or glob (``**`` at any depth), sorted, through
+    :mod:`datapipe.fs`; ``[]`` when nothing matches."""
+    if fs.is_local(pattern):
+        pattern = os.path.expanduser(pattern)
+    try:
+        if fs.has_magic(pattern):
+            return fs.glob(pattern, storage)
+        if fs.is_dir(pattern, storage):
+            return sorted(fs.list_files(pattern, storage))
+        return [pattern] if fs.is_file(pattern, storage) else []
+    except OSError as exc:
+        raise SpecError(f"input {pattern!r}: cannot list it: {exc}") from None
+
+
+def _excluded(path: str, exclude: Sequence[str]) -> bool:
+    key = fs.real_key(path)
+    return any(key == fs.real_key(pat) or fnmatch.fnmatch(path, pat) for pat in exclude)
+
+
+def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
+                  storage: fs.StorageOptions | None = None) -> list[tuple[str, str]]:
+    """``[(format, path)]`` of input specs ``[format:]path-or-glob``, in spec order and
+    sorted within a spec, each file once, minus ``exclude``. A spec matching no file is
+    a :class:`SpecError`."""
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for spec in specs:
+        spec = os.fspath(spec)
+        fmt, pattern = split_input(spec)
+        paths = match_files(pattern, storage)
+        if not paths:
+            raise SpecError(f"input {spec!r} matches no files; give a path, folder or glob, optionally "
+                            f"prefixed with a format ({'/'.join(GUESSED)}:...)")
+        kept = [p for p in paths if not (exclude and _excluded(p, exclude))]
+        if len(kept) < len(paths):
+            log.info("%s: %d of %d files excluded", spec, len(paths) - len(kept), len(paths))
+        for p in kept:
+            key = fs.real_key(p)
+            if key not in seen:
+                seen.add(key)
+                out.append((fmt or guess_format(p), p))
+    return out
+
+
+def _options(fmt: str, path: str, text_key: str, keep: tuple[str, ...],
+             text_split: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The reader options for one file: the text field and the record fields to keep
+    (JSONL, Parquet), WET or WARC records, how to cut text files."""
+    if fmt in ("jsonl", "parquet"):
+        return {"text_key": text_key, "metadata": keep}
+    if fmt == "warc":
+        return {"records": "conversion" if _is_wet(path) else "response"}
+    if fmt == "text" and text_split:
+        return dict(text_split)
+    return None
+
+
+def _language(rec: Mapping[str, Any]) -> str | None:
+    for k in LANGUAGE_FIELDS:
+        if rec.get(k):
+            return str(rec[k])
+    return None
+
+
+def _documents(table: pa.Table, path: str, fields: Sequence[str], stats: ReadStats) -> Iterator[Document]:
+    """The kept rows of one processed batch as documents; rejects counted."""
+    cols = {c: table.column(c).to_pylist() for c in (S.TEXT, S.URL, S.RAW, S.ORIGIN, S.METADATA, S.REJECT_REASON)}
+    texts, reasons = cols[S.TEXT], cols[S.REJECT_REASON]
+    for i in range(table.num_rows):
+        if reasons[i] is not None:
+            stats.reject(reasons[i])
+            continue
+        if texts[i] is None:
+            raise SpecError(f"{path}: holds pages, not text, and no stage extracted them; pass the extract "
+                            "stage (stages=(Extract(),)) or read it with a text format")
+        rec = json.loads(cols[S.METADATA][i]) if cols[S.METADATA][i] else {}
+        stats.documents += 1
+        yield Document(key=cols[S.ORIGIN][i], path=path, text=texts[i], url=cols[S.URL][i],
+                       language=_language(rec), raw=cols[S.RAW][i], fields={k: rec.get(k) for k in fields})
+
+
+def iter_documents(
+    specs: Sequence[str],
+    *,
+    text_key: str = "text",
+    fields: Sequence[str] = (),
+    text_split: Mapping[str, Any] | None = None,
+    stages: Sequence[Stage] = (),
+    exclude: Sequence[str] = (),
+    on_error: str = "skip",
+    stats: ReadStats | None = None,
+    storage: fs.StorageOptions | None = None,
+    batch_rows: int = 256,
+    max_doc_bytes: int = 16 << 20,
+) -> Iterator[Document]:
+    """Documents of every input, in a deterministic order (specs in order, files
+    sorted, records in file order); see the module docstring for the rules.
+
+    ``text_key``: the JSONL field / Parquet column with the text. ``fields``: record
+    fields (JSONL keys, Parquet columns) to hand back in :attr:`Document.fields`.
+    ``text_split``: the ``text`` reader's ``split``/``pattern``/``max_chars`` options,
+    to cut text files into pieces. ``stages``: stage instances run on every batch
+    (the extract stage for HTML/WARC). ``stats``: updated as documents come out."""
+    from datapipe.readers import reader_for
+
+    stats = stats if stats is not None else ReadStats()
+    keep = tuple(dict.fromkeys((*LANGUAGE_FIELDS, *fields)))
+    for stage in stages:
+        stage.ensure_setup()
+    for fmt, path in expand_inputs(specs, exclude=exclude, storage=storage):
+        reader: Reader = reader_for(fmt)(source=_SOURCE, options=_options(fmt, path, text_key, keep, text_split),
+                                         on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
+        f = InputFile(path=path, rel=path, size=fs.stat(path, storage).size, storage=storage)
+        for table in reader.read(ReadSplit((f,))):
+            for stage in stages:
+                table, _ = stage.process(table)
+            yield from _documents(table, path, fields, stats)
+
+
+def file_summary(specs: Sequence[str], *, exclude: Sequence[str] = (),
+                 storage: fs.StorageOptions | None = None) -> list[dict[str, Any]]:
+    """What a model card records about its inputs: path, format, bytes per file."""
+    return [{"path": p, "format": fmt, "bytes": fs.stat(p, storage).size}
+            for fmt, p in expand_inputs(specs, exclude=exclude, storage=storage)]

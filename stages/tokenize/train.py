@@ -1,0 +1,253 @@
+"""Byte-level BPE training for the ``tokenize`` stage: ``datapipe tokenizer train``
+(and ``tokenizer info``), wired into the command line with :func:`add_cli`.
+
+Loading a tokenizer and its fingerprint are the engine's (:mod:`datapipe.tokenizer`):
+shards, the loader and mixes check them. Training input is read by the job's readers
+(:func:`datapipe.readers.iter_documents`), so the tokenizer sees text the way a job
+produces it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator, Sequence
+
+from datapipe.errors import SpecError
+from datapipe.readers import ReadStats
+from datapipe.tokenizer import (
+    DEFAULT_EOS, EOS_CANDIDATES, META_FILE, TOKENIZER_FILE, TokenizerInfo, fingerprint, resolve_eos,
+    tokenizer_info, vocab_size,
+)
+from stages import _corpus as corpus
+
+log = logging.getLogger(__name__)
+
+# ---------------------------------------------------------------------------------------
+# training
+
+
+@dataclass(kw_only=True, frozen=True)
+class TrainConfig:
+    """Byte-level BPE training options.
+
+    ``vocab_size`` counts the 256 byte symbols and the special tokens; special tokens get
+    the first ids (0, 1, ...) in the order given, so the default EOS is id 0.
+    """
+
+    vocab_size: int
+    special_tokens: tuple[str, ...] = (DEFAULT_EOS,)
+    eos: str | None = None
+    min_frequency: int = 2
+
+    def __post_init__(self) -> None:
+        floor = 256 + len(self.special_tokens)
+        if self.vocab_size < floor:
+            raise SpecError(
+                f"vocab_size must be at least {floor} (256 byte symbols + {len(self.special_tokens)} "
+                f"special tokens), got {self.vocab_size}"
+            )
+        if self.vocab_size > 2**31 - 1:
+            raise SpecError(f"vocab_size must fit int32, got {self.vocab_size}")
+        if len(set(self.special_tokens)) != len(self.special_tokens) or any(not t for t in self.special_tokens):
+            raise SpecError(f"special_tokens must be distinct non-empty strings, got {list(self.special_tokens)}")
+        if self.eos is not None and self.eos not in self.special_tokens:
+            raise SpecError(f"eos {self.eos!r} must be one of special_tokens {list(self.special_tokens)}")
+        if self.eos is None and not any(t in self.special_tokens for t in EOS_CANDIDATES):
+            raise SpecError(
+                f"none of special_tokens {list(self.special_tokens)} is a known EOS token "
+                f"({', '.join(EOS_CANDIDATES)}); set eos: to the one that ends documents"
+            )
+        if self.min_frequency < 1:
+            raise SpecError(f"min_frequency must be >= 1, got {self.min_frequency}")
+
+
+def train_tokenizer(
+    texts: Iterable[str], out_dir: str | os.PathLike[str], *, config: TrainConfig,
+    trained_on: dict[str, Any] | None = None,
+) -> TokenizerInfo:
+    """Train a byte-level BPE tokenizer on ``texts`` and write ``out_dir/tokenizer.json``
+    plus ``out_dir/tokenizer.meta.json`` (fingerprint, EOS, options, ``trained_on``).
+
+    Same texts in the same order and same config give the same fingerprint. Files are
+    written under a temporary name and renamed, so a reader never sees half a file.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.post_processor = processors.ByteLevel(trim_offsets=False)
+    trainer = trainers.BpeTrainer(
+        vocab_size=config.vocab_size,
+        min_frequency=config.min_frequency,
+        special_tokens=list(config.special_tokens),
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    counter = _CountingIter(texts)
+    tok.train_from_iterator(counter, trainer=trainer)
+    if counter.documents == 0:
+        raise SpecError("tokenizer training got no text: check the input paths/globs")
+    tok.encode_special_tokens = True
+    eos_token, eos_id = resolve_eos(tok, config.eos)
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tf = out / TOKENIZER_FILE
+    _atomic_write(tf, tok.to_str(pretty=True).encode("utf-8") + b"\n")
+    info = TokenizerInfo(
+        path=str(tf), fingerprint=fingerprint(tok), vocab_size=vocab_size(tok),
+        eos_id=eos_id, eos_token=eos_token,
+    )
+    meta = {
+        "fingerprint": info.fingerprint,
+        "vocab_size": info.vocab_size,
+        "eos_token": eos_token,
+        "eos_id": eos_id,
+        "special_tokens": list(config.special_tokens),
+        "min_frequency": config.min_frequency,
+        "trained_on": {"documents": counter.documents, "bytes": counter.bytes, **(trained_on or {})},
+    }
+    _atomic_write(out / META_FILE, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
+    log.info("trained tokenizer %s (vocab %d) on %d texts, %d bytes", info.fingerprint, info.vocab_size,
+             counter.documents, counter.bytes)
+    return info
+
+
+class _CountingIter:
+    """Pass texts through while counting them (training reports what it saw)."""
+
+    def __init__(self, texts: Iterable[str]) -> None:
+        self._it = iter(texts)
+        self.documents = 0
+        self.bytes = 0
+
+    def __iter__(self) -> Iterator[str]:
+        return self
+
+    def __next__(self) -> str:
+        t = next(self._it)
+        self.documents += 1
+        self.bytes += len(t.encode("utf-8", "surrogatepass"))
+        return t
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+# ---------------------------------------------------------------------------------------
+# training input: any input a job reads (text in paragraph pieces), a job's Parquet documents
+
+#: text files are cut into paragraph-aligned pieces of at most this many characters
+#: (the text reader's ``split`` option), so ``max_bytes`` stops close to where it says
+PIECE_CHARS = 1 << 16
+#: record fields that choose what to train on in a job's Parquet documents
+_JOB_FIELDS = ("source", "_reject_reason")
+
+
+def training_texts(
+    inputs: Sequence[str | os.PathLike[str]], *, max_bytes: int | None = None, text_key: str = "text",
+    sources: Sequence[str] = (), stats: ReadStats | None = None,
+) -> Iterator[str]:
+    """Texts of ``inputs`` (paths or globs, ``[format:]`` as everywhere) in order until
+    ``max_bytes`` of UTF-8 (a prefix sample, so the same files give the same sample).
+    Read like a job reads them (:mod:`stages._corpus`): plain text in paragraph pieces,
+    JSONL/Parquet by ``text_key``, HTML/WARC pages extracted. A record that carries
+    ``_reject_reason`` (a job's Parquet documents) is used only when it is null (kept
+    rows), and with ``sources`` only when its ``source`` field is one of them."""
+    seen = 0
+    wanted = set(sources)
+    docs = corpus.iter_docs([os.fspath(p) for p in inputs], text_key=text_key, fields=_JOB_FIELDS,
+                            text_split={"split": "paragraphs", "max_chars": PIECE_CHARS}, stats=stats)
+    for doc in docs:
+        if doc.fields["_reject_reason"] is not None:
+            continue
+        if wanted and doc.fields["source"] is not None and doc.fields["source"] not in wanted:
+            continue
+        if max_bytes is not None and seen >= max_bytes:
+            return
+        seen += len(doc.text.encode("utf-8", "surrogatepass"))
+        yield doc.text
+
+
+# ---------------------------------------------------------------------------------------
+# CLI
+
+
+def add_cli(subparsers: argparse._SubParsersAction) -> None:
+    """Register ``datapipe tokenizer train``. Handlers return the exit code (``args.func(args)``)."""
+    p = subparsers.add_parser("tokenizer", help="train or describe a byte-level BPE tokenizer")
+    sp = p.add_subparsers(dest="tokenizer_command", required=True)
+    t = sp.add_parser("train", help="train a byte-level BPE tokenizer on text files or a job's documents")
+    t.add_argument("--source-glob", action="append", required=True, metavar="GLOB",
+                   help="input files, [format:]path or glob (text, JSONL, a job's .parquet documents, HTML, "
+                        "WARC; compressed or not); repeatable")
+    t.add_argument("--vocab-size", type=int, required=True, help="total vocabulary incl. 256 bytes and specials")
+    t.add_argument("--out", required=True, metavar="DIR", help="writes DIR/tokenizer.json and DIR/tokenizer.meta.json")
+    t.add_argument("--special-token", action="append", metavar="TOKEN",
+                   help=f"special token (repeatable; default {DEFAULT_EOS})")
+    t.add_argument("--eos", default=None, help="which special token ends documents (default: auto)")
+    t.add_argument("--min-frequency", type=int, default=2)
+    t.add_argument("--max-bytes", type=int, default=None, help="train on at most this many bytes of text")
+    t.add_argument("--text-key", default="text", help="field/column holding text in JSONL/Parquet inputs")
+    t.add_argument("--source", action="append", default=[], metavar="NAME",
+                   help="Parquet inputs: only documents of this source (repeatable)")
+    t.set_defaults(func=_cli_train)
+    d = sp.add_parser("info", help="print a tokenizer's fingerprint, vocabulary size and EOS")
+    d.add_argument("path")
+    d.add_argument("--eos", default=None)
+    d.set_defaults(func=_cli_info)
+
+
+def _cli_train(args: argparse.Namespace) -> int:
+    cfg = TrainConfig(
+        vocab_size=args.vocab_size,
+        special_tokens=tuple(args.special_token or (DEFAULT_EOS,)),
+        eos=args.eos,
+        min_frequency=args.min_frequency,
+    )
+    read = ReadStats()
+    texts = training_texts(args.source_glob, max_bytes=args.max_bytes, text_key=args.text_key,
+                           sources=args.source, stats=read)
+    trained_on = {
+        "inputs": corpus.file_summary(args.source_glob),
+        "max_bytes": args.max_bytes,
+        "sources": list(args.source),
+        "rejects": read.rejects,  # filled while training reads the texts
+    }
+    info = train_tokenizer(texts, args.out, config=cfg, trained_on=trained_on)
+    print(json.dumps(info.to_manifest(), indent=2))
+    return 0
+
+
+def _cli_info(args: argparse.Namespace) -> int:
+    info = tokenizer_info(args.path, eos=args.eos)
+    print(json.dumps(info.to_manifest(), indent=2))
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:  # pragma: no cover - thin wrapper for local use
+    ap = argparse.ArgumentParser(prog="datapipe")
+    add_cli(ap.add_subparsers(dest="command", required=True))
+    args = ap.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
