@@ -119,6 +119,9 @@ class TrainConfig:
             raise SpecError(f"train: {e}; e.g. --set skip='[[1200, 1264]]'") from None
 
 
+_CONFIG_KEYS = {f.name for f in dataclasses.fields(TrainConfig)}
+
+
 def _set_dotted(d: dict, key: str, value: Any) -> None:
     *parents, last = key.split(".")
     for p in parents:
@@ -127,8 +130,14 @@ def _set_dotted(d: dict, key: str, value: Any) -> None:
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
-    """YAML + ``key=value`` overrides (dotted for the model: ``model.dim=128``) -> TrainConfig."""
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    """YAML + ``key=value`` overrides (dotted for the model: ``model.dim=128``) -> TrainConfig.
+
+    Read and checked by :mod:`datapipe.config` like a job spec or a mix: a missing file, a
+    misspelled key or a wrong type is a :class:`SpecError` naming the file and the key."""
+    from datapipe.config import build, load_yaml_mapping
+
+    raw = load_yaml_mapping(path, what="trainer config", keys=_CONFIG_KEYS,
+                            missing="start from trainer_bridge/configs/sample.yaml")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
@@ -140,19 +149,10 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
             except ValueError:
                 pass
         _set_dotted(raw, key.strip(), parsed)
-    valid = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = set(raw) - valid
-    if unknown:
-        raise SpecError(f"{path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(valid)}")
-    model_raw = raw.pop("model", {}) or {}
-    mvalid = {f.name for f in dataclasses.fields(ModelConfig)}
-    if set(model_raw) - mvalid:
-        raise SpecError(f"{path}: unknown model key(s) {sorted(set(model_raw) - mvalid)}; valid: {sorted(mvalid)}")
-    model_raw.setdefault("vocab_size", AUTO_VOCAB)  # resolved against the mix in `train`
-    from datapipe.config import build
-
-    model = build(ModelConfig, model_raw, where=f"{path}: model")
-    return build(TrainConfig, {**raw, "model": model}, where=str(path))
+    model = raw.get("model")
+    if model is None or isinstance(model, dict):   # vocab_size is resolved against the mix in `train`
+        raw["model"] = {"vocab_size": AUTO_VOCAB, **(model or {})}
+    return build(TrainConfig, raw, where=str(path))
 
 
 def lr_factor(step: int, *, warmup: int, total: int, min_ratio: float) -> float:
