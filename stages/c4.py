@@ -60,7 +60,7 @@ from stages import _lang as L
 from stages import _text as T
 from datapipe.stage import Rewrite, RewriteFilterStage
 from stages.fineweb import line_ends
-from stages.gopher_quality import check_reference
+from stages._rules import check_non_negative, check_reference, check_single_chars
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +98,9 @@ class C4Config(StageConfig):
     def __post_init__(self) -> None:
         s = "c4"
         check_reference(s, self.reference)
-        for name in ("min_words_per_line", "min_sentences", "max_word_length"):
-            v = getattr(self, name)
-            if v is not None and v < 0:
-                raise SpecError(f"{s}: {name} must be >= 0 (or null to disable), got {v}")
-        if self.require_terminal_punct and (not self.terminal_punctuation
-                                            or any(len(c) != 1 for c in self.terminal_punctuation)):
-            raise SpecError(f"{s}: terminal_punctuation must be a non-empty list of single characters, "
-                            f"got {list(self.terminal_punctuation)}")
+        check_non_negative(s, self, ("min_words_per_line", "min_sentences", "max_word_length"))
+        if self.require_terminal_punct:
+            check_single_chars(s, "terminal_punctuation", self.terminal_punctuation)
         if self.filter_policy and not self.policy_substrings:
             raise SpecError(f"{s}: policy_substrings is empty; list phrases or set filter_policy: false")
         if self.bad_words_path is not None and not os.path.isfile(self.bad_words_path):
