@@ -38,7 +38,7 @@ def test_wrong_type_in_trainer_config_names_file_and_field(tmp_path):
     with pytest.raises(SpecError, match=r"cfg.yaml: model: key 'dim' must be int, got 'wide'"):
         load_config(cfg)
     with pytest.raises(SpecError, match=r"cfg.yaml: key 'steps' must be int or null, got 'ten'"):
-        load_config(cfg.with_name("cfg.yaml"), ["model.dim=64", "steps=ten"])
+        load_config(cfg, ["model.dim=64", "steps=ten"])   # --set is checked the same way
 
 
 def test_lr_schedule_warmup_then_cosine_to_min():
