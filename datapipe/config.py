@@ -35,9 +35,10 @@ class _Mismatch(Exception):
     pass
 
 
-def coerce(value: Any, tp: Any) -> Any:
+def coerce(value: Any, tp: Any, where: str = "") -> Any:
     """Return ``value`` converted to ``tp`` where YAML can't say it (list -> tuple,
-    int -> float), or raise _Mismatch."""
+    int -> float), or raise _Mismatch. A nested config dataclass is built with
+    :func:`build`, its errors naming ``where`` (``"file: sources[1]"``)."""
     if tp is Any:
         return value
     origin = typing.get_origin(tp)
@@ -49,7 +50,7 @@ def coerce(value: Any, tp: Any) -> Any:
     if origin in (Union, types.UnionType):
         for a in args:
             try:
-                return coerce(value, a)
+                return coerce(value, a, where)
             except _Mismatch:
                 continue
         raise _Mismatch
@@ -79,48 +80,45 @@ def coerce(value: Any, tp: Any) -> Any:
         if origin is tuple and args and args[-1] is not Ellipsis:
             if len(args) != len(value):
                 raise _Mismatch
-            return tuple(coerce(v, a) for v, a in zip(value, args))
+            return tuple(coerce(v, a, f"{where}[{i}]") for i, (v, a) in enumerate(zip(value, args)))
         item = args[0] if args else Any
-        items = [coerce(v, item) for v in value]
+        items = [coerce(v, item, f"{where}[{i}]") for i, v in enumerate(value)]
         return list(items) if origin is list else tuple(items)
     if origin in (dict, collections.abc.Mapping) or tp is dict:
         if not isinstance(value, dict):
             raise _Mismatch
         if args:
-            return {coerce(k, args[0]): coerce(v, args[1]) for k, v in value.items()}
+            return {coerce(k, args[0]): coerce(v, args[1], f"{where}[{k!r}]") for k, v in value.items()}
         return dict(value)
     if dataclasses.is_dataclass(tp) and isinstance(value, dict):
-        return build(tp, value, where="")
+        return build(tp, value, where=where)
     if isinstance(tp, type) and isinstance(value, tp):
         return value
     raise _Mismatch
 
 
-def build(cls: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
+def build(cls: type, values: Mapping[str, Any] | None, *, where: str, given: Mapping[str, Any] | None = None) -> Any:
     """Instantiate dataclass ``cls`` from a YAML mapping, checking keys and types.
 
-    ``where`` names the place in the spec for messages (``"jobs/x.yaml: stages[2] (c4)"``).
-    Errors raised by the dataclass's own ``__post_init__`` validation are re-raised with
-    that place prefixed.
+    ``where`` names the place in the spec for messages (``"jobs/x.yaml: stages[2] (c4)"``);
+    a nested config dataclass (or a list of them) is built the same way, its place
+    named ``where: key`` (``where: key[i]``). Errors raised by the dataclass's own
+    ``__post_init__`` validation are re-raised with that place prefixed. ``given``: fields
+    the caller sets (a file's folder), neither accepted from the YAML nor listed to it.
     """
     if values is None:
         values = {}
     if not isinstance(values, Mapping):
         raise SpecError(f"{where}: expected a mapping of keys to values, got {values!r} ({type(values).__name__})")
-    values = dict(values)
-    fields = {f.name: f for f in dataclasses.fields(cls) if f.init}
+    given = dict(given or {})
+    fields = {f.name: f for f in dataclasses.fields(cls) if f.init and f.name not in given}
+    _check_keys(values, fields, where)
     hints = typing.get_type_hints(cls)
-    for key in values:
-        if key not in fields:
-            close = difflib.get_close_matches(str(key), list(fields), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            valid = ", ".join(sorted(fields)) or "(none)"
-            raise SpecError(f"{where}: unknown key {key!r}{hint} (valid keys: {valid})")
     kwargs = {}
     for key, value in values.items():
         tp = hints.get(key, Any)
         try:
-            kwargs[key] = coerce(value, tp)
+            kwargs[key] = coerce(value, tp, f"{where}: {key}")
         except _Mismatch:
             raise SpecError(
                 f"{where}: key {key!r} must be {_type_name(tp)}, got {value!r} ({type(value).__name__})"
@@ -130,11 +128,20 @@ def build(cls: type, values: Mapping[str, Any] | None, *, where: str) -> Any:
     if missing:
         raise SpecError(f"{where}: missing required key(s) {', '.join(map(repr, missing))}")
     try:
-        return cls(**kwargs)
-    except SpecError as e:
-        raise SpecError(f"{where}: {e}") from None
-    except (TypeError, ValueError) as e:
-        raise SpecError(f"{where}: {e}") from None
+        return cls(**kwargs, **given)
+    except (TypeError, ValueError) as e:   # SpecError is a ValueError
+        msg = str(e)
+        raise SpecError(msg if msg.startswith(where) else f"{where}: {msg}") from None
+
+
+def _check_keys(values: Mapping[str, Any], fields: Mapping[str, Any], where: str) -> None:
+    """An unknown key is an error that suggests the closest valid one and lists them all."""
+    for key in values:
+        if key not in fields:
+            close = difflib.get_close_matches(str(key), list(fields), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            valid = ", ".join(sorted(fields)) or "(none)"
+            raise SpecError(f"{where}: unknown key {key!r}{hint} (valid keys: {valid})")
 
 
 def load_yaml_mapping(path: Any, *, what: str, keys: Any, missing: str = "") -> dict:

@@ -296,28 +296,10 @@ def load_manifest(path: str | os.PathLike[str]) -> SourceManifest:
     _field(tok, "eos_id", "tokenizer: ", path, int)
     if dtype == "uint16" and vocab > UINT16_MAX_VOCAB:
         raise ShardFormatError(str(path), f"dtype uint16 cannot hold a vocabulary of {vocab} ids; it needs int32")
-    item = NP_DTYPES[dtype].itemsize
     shards: list[ShardRecord] = []
     seen: set[Any] = set()
     for k, s in enumerate(_field(raw, "shards", "", path, list)):
-        w = f"shards[{k}]: "
-        if not isinstance(s, dict):
-            raise ShardFormatError(str(path), f"{w}is {s!r}, expected an object")
-        rec = ShardRecord(
-            name=_field(s, "name", w, path, str), bin_path=path.parent / _file_name(s, "bin", w, path),
-            idx_path=path.parent / _file_name(s, "idx", w, path), tokens=_field(s, "tokens", w, path, int),
-            documents=_field(s, "documents", w, path, int), bin_bytes=_field(s, "bin_bytes", w, path, int),
-            first_doc_continued=bool(s.get("first_doc_continued", False)),
-            last_doc_split=bool(s.get("last_doc_split", False)),
-            bin_hash=str(s.get("bin_hash", "")), idx_hash=str(s.get("idx_hash", "")),
-        )
-        if not rec.name or rec.name in seen or rec.bin_path in seen or rec.idx_path in seen:
-            raise ShardFormatError(str(path), f"{w}shard {rec.name!r}: its name or files are empty or listed twice")
-        seen.update((rec.name, rec.bin_path, rec.idx_path))
-        if rec.tokens < 0 or rec.documents < 0 or rec.bin_bytes != rec.tokens * item:
-            raise ShardFormatError(str(path), f"shard {rec.name}: tokens {rec.tokens}, documents {rec.documents}, "
-                                   f"bin_bytes {rec.bin_bytes} do not agree ({dtype} is {item} bytes a token)")
-        shards.append(rec)
+        shards.append(_shard_record(s, f"shards[{k}]: ", path, dtype, seen))
     totals = _field(raw, "totals", "", path, dict)
     have = {"tokens": sum(s.tokens for s in shards), "documents": sum(s.documents for s in shards),
             "shards": len(shards)}
@@ -328,6 +310,29 @@ def load_manifest(path: str | os.PathLike[str]) -> SourceManifest:
                           span_documents=bool(raw.get("span_documents", True)), tokenizer=dict(tok),
                           shards=tuple(shards), total_tokens=have["tokens"], total_documents=have["documents"],
                           raw=raw)
+
+
+def _shard_record(s: Any, w: str, path: Path, dtype: str, seen: set[Any]) -> ShardRecord:
+    """One entry of a manifest's ``shards`` (``w`` names it): name and files not ``seen``
+    in an earlier entry (added to it), counts agreeing with each other for ``dtype``."""
+    if not isinstance(s, dict):
+        raise ShardFormatError(str(path), f"{w}is {s!r}, expected an object")
+    rec = ShardRecord(
+        name=_field(s, "name", w, path, str), bin_path=path.parent / _file_name(s, "bin", w, path),
+        idx_path=path.parent / _file_name(s, "idx", w, path), tokens=_field(s, "tokens", w, path, int),
+        documents=_field(s, "documents", w, path, int), bin_bytes=_field(s, "bin_bytes", w, path, int),
+        first_doc_continued=bool(s.get("first_doc_continued", False)),
+        last_doc_split=bool(s.get("last_doc_split", False)),
+        bin_hash=str(s.get("bin_hash", "")), idx_hash=str(s.get("idx_hash", "")),
+    )
+    if not rec.name or rec.name in seen or rec.bin_path in seen or rec.idx_path in seen:
+        raise ShardFormatError(str(path), f"{w}shard {rec.name!r}: its name or files are empty or listed twice")
+    seen.update((rec.name, rec.bin_path, rec.idx_path))
+    item = NP_DTYPES[dtype].itemsize
+    if rec.tokens < 0 or rec.documents < 0 or rec.bin_bytes != rec.tokens * item:
+        raise ShardFormatError(str(path), f"shard {rec.name}: tokens {rec.tokens}, documents {rec.documents}, "
+                               f"bin_bytes {rec.bin_bytes} do not agree ({dtype} is {item} bytes a token)")
+    return rec
 
 
 def check_layout(m: SourceManifest) -> list[str]:
@@ -411,6 +416,22 @@ def check_content(rec: ShardRecord, dtype: str, *, eos_id: int, vocab_size: int)
     """Every byte: both content hashes, token ids inside the vocabulary, every ``.idx``
     entry against the ``.bin`` (lengths, pointers, document index) and EOS closing every
     document. Assumes :func:`check_structure` passed."""
+    problems = _bin_problems(rec, dtype, vocab_size)
+    idx_hash = hash_file(rec.idx_path)
+    if idx_hash != rec.idx_hash:
+        problems.append(f"{rec.name}: .idx hash is {idx_hash}, manifest says {rec.idx_hash or 'nothing'}")
+    try:
+        idx = read_idx(rec.idx_path)
+    except ValueError as e:
+        return problems + [f"{rec.name}: .idx is malformed: {e}"]
+    problems += _idx_problems(rec, idx, NP_DTYPES[dtype].itemsize)
+    if not problems:
+        problems += _eos_problems(rec, idx, dtype, eos_id)
+    return problems
+
+
+def _bin_problems(rec: ShardRecord, dtype: str, vocab_size: int) -> list[str]:
+    """One streaming read of the ``.bin``: its hash, and its token ids against the vocabulary."""
     np_dtype = NP_DTYPES[dtype]
     item = np_dtype.itemsize
     problems: list[str] = []
@@ -428,13 +449,13 @@ def check_content(rec: ShardRecord, dtype: str, *, eos_id: int, vocab_size: int)
         problems.append(f"{rec.name}: .bin hash is {digest(h)}, manifest says {rec.bin_hash or 'nothing'}")
     if lo is not None and (lo < 0 or hi >= vocab_size):
         problems.append(f"{rec.name}: .bin holds token ids in [{lo}, {hi}], outside the vocabulary 0..{vocab_size - 1}")
-    idx_hash = hash_file(rec.idx_path)
-    if idx_hash != rec.idx_hash:
-        problems.append(f"{rec.name}: .idx hash is {idx_hash}, manifest says {rec.idx_hash or 'nothing'}")
-    try:
-        idx = read_idx(rec.idx_path)
-    except ValueError as e:
-        return problems + [f"{rec.name}: .idx is malformed: {e}"]
+    return problems
+
+
+def _idx_problems(rec: ShardRecord, idx: IdxContents, item: int) -> list[str]:
+    """The ``.idx`` entries against the record and each other: lengths sum to the tokens,
+    none empty, pointers are the running byte offsets, one document per sequence."""
+    problems: list[str] = []
     lengths = idx.lengths.astype(np.int64)
     n = len(lengths)
     if int(lengths.sum()) != rec.tokens:
@@ -450,18 +471,24 @@ def check_content(rec: ShardRecord, dtype: str, *, eos_id: int, vocab_size: int)
                         f"{int(expect[bad])}")
     if not np.array_equal(idx.doc_idx, np.arange(n + 1)):
         problems.append(f"{rec.name}: .idx document index is not 0..{n} (one document per sequence)")
-    ends = np.cumsum(lengths) - 1
+    return problems
+
+
+def _eos_problems(rec: ShardRecord, idx: IdxContents, dtype: str, eos_id: int) -> list[str]:
+    """EOS at the end of every document (but a document the shard's end cuts)."""
+    ends = np.cumsum(idx.lengths.astype(np.int64)) - 1
     if rec.last_doc_split:
         ends = ends[:-1]
-    if len(ends) and not problems:
-        mm = np.memmap(rec.bin_path, dtype=np_dtype, mode="r")
-        at = np.asarray(mm[ends])
-        del mm
-        wrong = np.flatnonzero(at != eos_id)
-        if len(wrong):
-            problems.append(f"{rec.name}: {len(wrong)} document(s) do not end with EOS {eos_id} "
-                            f"(first: sequence {int(wrong[0])} ends with {int(at[wrong[0]])})")
-    return problems
+    if not len(ends):
+        return []
+    mm = np.memmap(rec.bin_path, dtype=NP_DTYPES[dtype], mode="r")
+    at = np.asarray(mm[ends])
+    del mm
+    wrong = np.flatnonzero(at != eos_id)
+    if len(wrong):
+        return [f"{rec.name}: {len(wrong)} document(s) do not end with EOS {eos_id} "
+                f"(first: sequence {int(wrong[0])} ends with {int(at[wrong[0]])})"]
+    return []
 
 
 def check_shard(rec: ShardRecord, dtype: str, *, eos_id: int, vocab_size: int) -> list[str]:

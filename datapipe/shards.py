@@ -435,20 +435,19 @@ def write_shards(
 
     ``sources`` lists sources that must get a manifest even when none of their
     documents survived (an empty manifest with zero shards). ``lineage`` (job hash,
-    inputs) is copied into every manifest as is. ``span_documents``: see
-    :class:`ShardOptions` (default: documents never span shards).
+    inputs) is copied into every manifest as is. ``shard_tokens``, ``seed``,
+    ``batch_rows`` and ``span_documents`` are checked as :class:`ShardOptions` (default:
+    documents never span shards).
 
     Returns ``{source: manifest path}``. Raises :class:`JobError` when documents are not
     in order after sorting, when the same id carries different tokens, when token ids
     fall outside the vocabulary, or when an existing shard file differs.
     """
-    if not 1 <= shard_tokens <= fmt.MAX_SEQUENCE_TOKENS:
-        raise SpecError(f"shard_tokens must be in 1..{fmt.MAX_SEQUENCE_TOKENS} (Megatron sequence lengths are "
-                        f"int32), got {shard_tokens}")
-    if not 0 <= seed < 2**64:
-        raise SpecError(f"seed must be in 0..2**64-1, got {seed}")
-    if batch_rows < 1:
-        raise SpecError(f"batch_rows must be >= 1, got {batch_rows}")
+    try:
+        opts = ShardOptions(shard_tokens=shard_tokens, span_documents=span_documents, seed=seed,
+                            batch_rows=batch_rows)
+    except SpecError as e:
+        raise SpecError(f"write_shards: {e}") from None
     try:
         lineage = json.loads(json.dumps(dict(lineage)))
     except (TypeError, ValueError) as e:
@@ -457,54 +456,85 @@ def write_shards(
         _check_source_name(s)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    result: dict[str, str] = {}
-    writer: SourceShardWriter | None = None
-    prev: tuple[str, int, str] | None = None  # (source, key, id) of the last document written
-    prev_tokens: np.ndarray | None = None
+    writers = _SortedWriters(out, tokenizer_info=tokenizer_info, options=opts, lineage=lineage)
+    try:
+        for batch in _sorted_batches(ds, opts.seed, opts.batch_rows):
+            if batch.num_rows:
+                writers.add(batch)
+        return writers.finish(sources)
+    finally:
+        writers.abort()
 
-    def make_writer(src: str) -> SourceShardWriter:
+
+class _SortedWriters:
+    """Feeds batches sorted by (source, order key, id) to one :class:`SourceShardWriter`
+    per source in turn, checking on the way that the order holds (:func:`_check_order`)."""
+
+    def __init__(self, out: Path, *, tokenizer_info: TokenizerInfo, options: ShardOptions,
+                 lineage: Mapping[str, Any]) -> None:
+        self.out = out
+        self.info = tokenizer_info
+        self.opts = options
+        self.lineage = lineage
+        self.result: dict[str, str] = {}
+        self._writer: SourceShardWriter | None = None
+        self._prev: tuple[str, int, str] | None = None  # (source, key, id) of the last document written
+        self._prev_tokens: np.ndarray | None = None
+
+    def add(self, batch: pa.Table) -> None:
+        srcs = batch.column("source").to_pylist()
+        keys = batch.column(ORDER_COLUMN).to_numpy(zero_copy_only=False)
+        ids = batch.column("id").to_pylist()
+        flat, lengths = _flat_tokens(batch.column("tokens"))
+        offsets = np.concatenate(([0], np.cumsum(lengths)))
+        _check_order(srcs, keys, ids, flat, offsets, self._prev, self._prev_tokens)
+        for src, start, stop in _runs(srcs):
+            self._writer_for(src).add(flat[offsets[start]:offsets[stop]], lengths[start:stop])
+        self._prev = (srcs[-1], int(keys[-1]), ids[-1])
+        self._prev_tokens = flat[offsets[-2]:offsets[-1]].copy()
+
+    def finish(self, sources: Sequence[str]) -> dict[str, str]:
+        """Close the last source, give every source in ``sources`` without documents an
+        empty manifest; ``{source: manifest path}``, sorted."""
+        self._finish_current()
+        for s in sorted(set(sources) - set(self.result)):
+            self.result[s] = str(self._new_writer(s).finish())
+        return dict(sorted(self.result.items()))
+
+    def abort(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()
+
+    def _writer_for(self, src: str) -> SourceShardWriter:
+        if self._writer is None or self._writer.source != src:
+            self._finish_current()
+            self._writer = self._new_writer(src)
+        return self._writer
+
+    def _finish_current(self) -> None:
+        if self._writer is not None:
+            self.result[self._writer.source] = str(self._writer.finish())
+            self._writer = None
+
+    def _new_writer(self, src: str) -> SourceShardWriter:
         _check_source_name(src)
-        if src in result:
+        if src in self.result:
             raise JobError(f"write_shards: documents of source {src!r} arrived after the source was finished; "
                            "the input was not sorted")
-        return SourceShardWriter(out / src, src, tokenizer_info=tokenizer_info, shard_tokens=shard_tokens,
-                                 seed=seed, lineage=lineage, span_documents=span_documents)
+        o = self.opts
+        return SourceShardWriter(self.out / src, src, tokenizer_info=self.info, shard_tokens=o.shard_tokens,
+                                 seed=o.seed, lineage=self.lineage, span_documents=o.span_documents)
 
-    try:
-        for batch in _sorted_batches(ds, seed, batch_rows):
-            if batch.num_rows == 0:
-                continue
-            srcs = batch.column("source").to_pylist()
-            keys = batch.column(ORDER_COLUMN).to_numpy(zero_copy_only=False)
-            ids = batch.column("id").to_pylist()
-            flat, lengths = _flat_tokens(batch.column("tokens"))
-            offsets = np.concatenate(([0], np.cumsum(lengths)))
-            _check_order(srcs, keys, ids, flat, offsets, prev, prev_tokens)
-            # split the batch into runs of one source
-            start = 0
-            n = len(srcs)
-            while start < n:
-                src = srcs[start]
-                stop = start
-                while stop < n and srcs[stop] == src:
-                    stop += 1
-                if writer is None or writer.source != src:
-                    if writer is not None:
-                        result[writer.source] = str(writer.finish())
-                    writer = make_writer(src)
-                writer.add(flat[offsets[start]:offsets[stop]], lengths[start:stop])
-                start = stop
-            prev = (srcs[-1], int(keys[-1]), ids[-1])
-            prev_tokens = flat[offsets[-2]:offsets[-1]].copy()
-        if writer is not None:
-            result[writer.source] = str(writer.finish())
-            writer = None
-    finally:
-        if writer is not None:
-            writer.abort()
-    for s in sorted(set(sources) - set(result)):
-        result[s] = str(make_writer(s).finish())
-    return dict(sorted(result.items()))
+
+def _runs(values: Sequence[str]) -> Iterator[tuple[str, int, int]]:
+    """``(value, start, stop)`` for each run of equal neighbours in ``values``."""
+    start, n = 0, len(values)
+    while start < n:
+        stop = start
+        while stop < n and values[stop] == values[start]:
+            stop += 1
+        yield values[start], start, stop
+        start = stop
 
 
 def _check_source_name(src: str) -> None:

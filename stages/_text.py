@@ -98,14 +98,11 @@ class Pieces:
 
     def count(self, mask: np.ndarray | None = None) -> np.ndarray:
         """Pieces per document (only those where ``mask`` is true)."""
-        p = self.parent if mask is None else self.parent[mask]
-        return np.bincount(p, minlength=self.n_docs).astype(np.int64)
+        return per_doc_count(self.parent, self.n_docs, mask)
 
     def total(self, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
         """Per-document sum of ``weights`` (only where ``mask`` is true)."""
-        if mask is not None:
-            return np.bincount(self.parent[mask], weights=weights[mask], minlength=self.n_docs)
-        return np.bincount(self.parent, weights=weights, minlength=self.n_docs)
+        return per_doc_total(self.parent, self.n_docs, weights, mask)
 
     def select(self, mask: np.ndarray) -> "Pieces":
         return Pieces(self.values.filter(pa.array(mask)), self.parent[mask], self.n_docs)
@@ -117,6 +114,20 @@ class Pieces:
         np.cumsum(counts, out=offsets[1:])
         lists = pa.ListArray.from_arrays(pa.array(offsets), self.values)
         return pc.binary_join(lists, sep)
+
+
+def per_doc_count(doc: np.ndarray, n_docs: int, mask: np.ndarray | None = None) -> np.ndarray:
+    """How many items (pieces, tokens) of each document, ``doc[i]`` being item ``i``'s
+    document (only items where ``mask`` is true)."""
+    d = doc if mask is None else doc[mask]
+    return np.bincount(d, minlength=n_docs).astype(np.int64)
+
+
+def per_doc_total(doc: np.ndarray, n_docs: int, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
+    """Per-document sum of the items' ``weights`` (only items where ``mask`` is true)."""
+    if mask is not None:
+        return np.bincount(doc[mask], weights=weights[mask], minlength=n_docs)
+    return np.bincount(doc, weights=weights, minlength=n_docs)
 
 
 def first_seen(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -297,13 +308,12 @@ class Tokens:
         return len(self.start)
 
     def count(self, mask: np.ndarray | None = None) -> np.ndarray:
-        d = self.doc if mask is None else self.doc[mask]
-        return np.bincount(d, minlength=self.n_docs).astype(np.int64)
+        """Tokens per document (only those where ``mask`` is true)."""
+        return per_doc_count(self.doc, self.n_docs, mask)
 
     def total(self, weights: np.ndarray, mask: np.ndarray | None = None) -> np.ndarray:
-        if mask is not None:
-            return np.bincount(self.doc[mask], weights=weights[mask], minlength=self.n_docs)
-        return np.bincount(self.doc, weights=weights, minlength=self.n_docs)
+        """Per-document sum of ``weights`` (only where ``mask`` is true)."""
+        return per_doc_total(self.doc, self.n_docs, weights, mask)
 
     def cores(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Per token: core start, core length (0 for symbol tokens) and whether the core

@@ -60,7 +60,7 @@ from stages import _lang as L
 from stages import _text as T
 from datapipe.stage import Compute, Rewrite, RewriteFilterStage
 from stages.fineweb import line_ends
-from stages.gopher_quality import check_reference
+from stages._rules import check_non_negative, check_reference, check_single_chars
 
 log = logging.getLogger(__name__)
 
@@ -98,14 +98,9 @@ class C4Config(StageConfig):
     def __post_init__(self) -> None:
         s = "c4"
         check_reference(s, self.reference)
-        for name in ("min_words_per_line", "min_sentences", "max_word_length"):
-            v = getattr(self, name)
-            if v is not None and v < 0:
-                raise SpecError(f"{s}: {name} must be >= 0 (or null to disable), got {v}")
-        if self.require_terminal_punct and (not self.terminal_punctuation
-                                            or any(len(c) != 1 for c in self.terminal_punctuation)):
-            raise SpecError(f"{s}: terminal_punctuation must be a non-empty list of single characters, "
-                            f"got {list(self.terminal_punctuation)}")
+        check_non_negative(s, self, ("min_words_per_line", "min_sentences", "max_word_length"))
+        if self.require_terminal_punct:
+            check_single_chars(s, "terminal_punctuation", self.terminal_punctuation)
         if self.filter_policy and not self.policy_substrings:
             raise SpecError(f"{s}: policy_substrings is empty; list phrases or set filter_policy: false")
         if self.bad_words_path is not None and not os.path.isfile(self.bad_words_path):
@@ -136,6 +131,121 @@ def bad_words_pattern(words: list[str], bounded: bool = True) -> str:
     if not bounded:
         return r"(?i)(?P<w>" + T.alternation(words) + r")"
     return r"(?i)(?:^|[^\p{L}\p{N}_])(?P<w>" + T.alternation(words) + r")(?:[^\p{L}\p{N}_]|$)"
+
+
+def _too_long_word(s: pa.Array, max_len: int | None) -> np.ndarray:
+    """Lines with a word longer than ``max_len``: only lines that long can have one."""
+    out = np.zeros(len(s), dtype=bool)
+    if max_len is not None and len(s):
+        cand = np.flatnonzero(T.lengths(s) > max_len)
+        if len(cand):
+            vals = s.take(pa.array(cand)).to_pylist()
+            out[cand] = [max(map(len, v.split()), default=0) > max_len for v in vals]
+    return out
+
+
+def _remove_citations(s: pa.Array) -> tuple[pa.Array, np.ndarray]:
+    """Lines without citation markers, and the markers removed from each line (citations
+    come out of every line before the next rules look at it, as in the reference)."""
+    citations = np.zeros(len(s), dtype=np.int64)
+    if not len(s):
+        return s, citations
+    has_bracket = np.flatnonzero(T.as_bool(pc.match_substring(s, "[")))
+    if len(has_bracket):
+        sub = s.take(pa.array(has_bracket))
+        found = T.as_int(pc.count_substring_regex(sub, CITATION_RE2))
+        if found.any():
+            citations[has_bracket] = found
+            cleaned_sub = pc.replace_substring_regex(sub, CITATION_RE2, "").to_pylist()
+            vals = s.to_pylist()
+            for i, v in zip(has_bracket.tolist(), cleaned_sub):
+                vals[i] = v
+            s = pa.array(vals, pa.string())
+    return s, citations
+
+
+def _no_terminal_punct(lines: T.Pieces, langs: list, cfg: C4Config) -> tuple[np.ndarray, np.ndarray]:
+    """(lines not ending in terminal punctuation or ending in an ellipsis, documents
+    whose language has no known sentence marks: their lines are not judged)."""
+    no_punct = np.zeros(len(lines), dtype=bool)
+    punct_unknown = np.zeros(lines.n_docs, dtype=bool)
+    if cfg.require_terminal_punct and len(lines):
+        ends, punct_unknown = line_ends(lines, langs, tuple(cfg.terminal_punctuation))
+        no_punct = (~ends | T.as_bool(pc.ends_with(lines.values, "..."))) & ~punct_unknown[lines.parent]
+    return no_punct, punct_unknown
+
+
+def _too_few_words(s: pa.Array, parent: np.ndarray, langs: list, running: np.ndarray,
+                   min_words: int | None) -> np.ndarray:
+    """Lines still ``running`` with fewer than ``min_words`` words (characters for
+    languages written without spaces)."""
+    few = np.zeros(len(s), dtype=bool)
+    if min_words is None or not len(s):
+        return few
+    live = np.flatnonzero(running)
+    if len(live):
+        counts = T.count_words(s.take(pa.array(live)))
+        by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
+        for j in np.flatnonzero(by_chars[parent[live]]):
+            counts[j] = len(L.segment(s[int(live[j])].as_py()))
+        few[live] = counts < min_words
+    return few
+
+
+def _content_rules(s: pa.Array, candidate: np.ndarray, cfg: C4Config) -> tuple[np.ndarray, ...]:
+    """(lorem ipsum, javascript, curly bracket, policy) among the ``candidate`` lines; a
+    line counts for the first of these that it matches."""
+    m = len(s)
+    zeros = np.zeros(m, dtype=bool)
+    lorem = js = curly = policy = zeros
+    ci = np.flatnonzero(candidate)
+    if not len(ci):
+        return lorem, js, curly, policy
+    cs = s.take(pa.array(ci))
+
+    def on_candidates(result: pa.Array) -> np.ndarray:
+        out = np.zeros(m, dtype=bool)
+        out[ci] = T.as_bool(result)
+        return out
+
+    if cfg.filter_lorem_ipsum:
+        lorem = on_candidates(pc.match_substring(cs, "lorem ipsum", ignore_case=True))
+    if cfg.filter_javascript:
+        js = on_candidates(pc.match_substring(cs, "javascript", ignore_case=True)) & ~lorem
+    if cfg.filter_curly_bracket:
+        curly = on_candidates(pc.match_substring(cs, "{")) & ~lorem & ~js
+    if cfg.filter_policy:
+        pat = T.alternation([p.lower() for p in cfg.policy_substrings])
+        policy = on_candidates(pc.match_substring_regex(cs, pat, ignore_case=True)) & ~lorem & ~js & ~curly
+    return lorem, js, curly, policy
+
+
+def _first_offending_line(lorem: np.ndarray, curly: np.ndarray, parent: np.ndarray,
+                          n: int) -> tuple[np.ndarray, list[str | None]]:
+    """(keep, reasons) from the document rules decided by one line: the first offending
+    line of a document names the reason."""
+    keep = np.ones(n, dtype=bool)
+    reasons: list[str | None] = [None] * n
+    doc_line = lorem | curly
+    if doc_line.any():
+        idx = np.flatnonzero(doc_line)
+        docs, first = np.unique(parent[idx], return_index=True)
+        for d, li in zip(docs.tolist(), idx[first].tolist()):
+            keep[d] = False
+            reasons[d] = "lorem_ipsum" if lorem[li] else "curly_bracket"
+    return keep, reasons
+
+
+def _too_few_sentences(kept: T.Pieces, min_sentences: int, keep: np.ndarray, reasons: list) -> None:
+    """Drop (in place) kept documents whose kept lines hold fewer than ``min_sentences``
+    sentences (at least one per kept line)."""
+    per_line = (np.maximum(T.as_int(pc.count_substring_regex(kept.values, SENTENCE_END_RE2)), 1)
+                if len(kept) else np.zeros(0, dtype=np.int64))
+    sentences = kept.total(per_line.astype(np.float64)).astype(np.int64)
+    few = keep & (sentences < min_sentences)
+    for d in np.flatnonzero(few):
+        reasons[d] = f"too_few_sentences|{sentences[d]}"
+    keep &= ~few
 
 
 class C4(RewriteFilterStage):
@@ -176,94 +286,21 @@ class C4(RewriteFilterStage):
             return self._datatrove(texts, langs)
         n = len(texts)
         lines = T.split_lines_py(texts, strip="both")
-        m = len(lines)
-        s = lines.values
         parent = lines.parent
-        zeros = np.zeros(m, dtype=bool)
-
-        # 1. a word longer than max_word_length: only lines that long can have one
-        too_long = zeros.copy()
-        if cfg.max_word_length is not None and m:
-            cand = np.flatnonzero(T.lengths(s) > cfg.max_word_length)
-            if len(cand):
-                vals = s.take(pa.array(cand)).to_pylist()
-                too_long[cand] = [max(map(len, v.split()), default=0) > cfg.max_word_length for v in vals]
-
-        # citations come out of every line before the next checks (reference order)
-        citations = np.zeros(m, dtype=np.int64)
-        if cfg.remove_citations and m:
-            has_bracket = np.flatnonzero(T.as_bool(pc.match_substring(s, "[")))
-            if len(has_bracket):
-                sub = s.take(pa.array(has_bracket))
-                found = T.as_int(pc.count_substring_regex(sub, CITATION_RE2))
-                if found.any():
-                    citations[has_bracket] = found
-                    cleaned_sub = pc.replace_substring_regex(sub, CITATION_RE2, "").to_pylist()
-                    vals = s.to_pylist()
-                    for i, v in zip(has_bracket.tolist(), cleaned_sub):
-                        vals[i] = v
-                    s = pa.array(vals, pa.string())
-
-        # 2. terminal punctuation, not an ellipsis
-        no_punct = zeros.copy()
-        punct_unknown = np.zeros(n, dtype=bool)
-        if cfg.require_terminal_punct and m:
-            ends, punct_unknown = line_ends(T.Pieces(s, parent, n), langs, tuple(cfg.terminal_punctuation))
-            no_punct = (~ends | T.as_bool(pc.ends_with(s, "..."))) & ~punct_unknown[parent]
-        # 3. words per line (only lines still in the running)
-        few_words = zeros.copy()
-        if cfg.min_words_per_line is not None and m:
-            live = np.flatnonzero(~too_long & ~no_punct)
-            if len(live):
-                counts = T.count_words(s.take(pa.array(live)))
-                by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
-                for j in np.flatnonzero(by_chars[parent[live]]):
-                    counts[j] = len(L.segment(s[int(live[j])].as_py()))
-                few_words[live] = counts < cfg.min_words_per_line
-
+        # the line rules in the reference order; each sees the lines still in the running
+        too_long = _too_long_word(lines.values, cfg.max_word_length)
+        s, citations = (_remove_citations(lines.values) if cfg.remove_citations
+                        else (lines.values, np.zeros(len(lines), dtype=np.int64)))
+        no_punct, punct_unknown = _no_terminal_punct(T.Pieces(s, parent, n), langs, cfg)
+        few_words = _too_few_words(s, parent, langs, ~too_long & ~no_punct, cfg.min_words_per_line)
         candidate = ~too_long & ~no_punct & ~few_words
-        lorem = js = curly = policy = zeros
-        ci = np.flatnonzero(candidate)
-        if len(ci):
-            cs = s.take(pa.array(ci))
-
-            def on_candidates(result: pa.Array) -> np.ndarray:
-                out = np.zeros(m, dtype=bool)
-                out[ci] = T.as_bool(result)
-                return out
-
-            if cfg.filter_lorem_ipsum:
-                lorem = on_candidates(pc.match_substring(cs, "lorem ipsum", ignore_case=True))
-            if cfg.filter_javascript:
-                js = on_candidates(pc.match_substring(cs, "javascript", ignore_case=True)) & ~lorem
-            if cfg.filter_curly_bracket:
-                curly = on_candidates(pc.match_substring(cs, "{")) & ~lorem & ~js
-            if cfg.filter_policy:
-                pat = T.alternation([p.lower() for p in cfg.policy_substrings])
-                policy = on_candidates(pc.match_substring_regex(cs, pat, ignore_case=True)) & ~lorem & ~js & ~curly
+        lorem, js, curly, policy = _content_rules(s, candidate, cfg)
         kept_line = candidate & ~lorem & ~js & ~curly & ~policy
 
-        # document rules from lines: the first offending line decides
-        keep = np.ones(n, dtype=bool)
-        reasons: list[str | None] = [None] * n
-        doc_line = lorem | curly
-        if doc_line.any():
-            idx = np.flatnonzero(doc_line)
-            docs, first = np.unique(parent[idx], return_index=True)
-            for d, li in zip(docs.tolist(), idx[first].tolist()):
-                keep[d] = False
-                reasons[d] = "lorem_ipsum" if lorem[li] else "curly_bracket"
-
+        keep, reasons = _first_offending_line(lorem, curly, parent, n)
         kept = T.Pieces(s, parent, n).select(kept_line)
         if cfg.min_sentences is not None:
-            per_line = (np.maximum(T.as_int(pc.count_substring_regex(kept.values, SENTENCE_END_RE2)), 1)
-                        if len(kept) else np.zeros(0, dtype=np.int64))
-            sentences = kept.total(per_line.astype(np.float64)).astype(np.int64)
-            few = keep & (sentences < cfg.min_sentences)
-            for d in np.flatnonzero(few):
-                reasons[d] = f"too_few_sentences|{sentences[d]}"
-            keep &= ~few
-
+            _too_few_sentences(kept, cfg.min_sentences, keep, reasons)
         cleaned = pc.utf8_trim_whitespace(kept.join("\n"))   # blank lines can only be kept with rules off
         no_list = (self._bad_words(cleaned, langs, keep, reasons) if cfg.judges_bad_words
                    else np.zeros(n, dtype=bool))

@@ -45,7 +45,7 @@ from datapipe.stage import FilterStage, StageConfig
 from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
-from stages.gopher_quality import check_reference
+from stages._rules import check_fractions, check_non_negative, check_reference, check_single_chars
 
 log = logging.getLogger(__name__)
 
@@ -69,17 +69,11 @@ class FineWebConfig(StageConfig):
     def __post_init__(self) -> None:
         s = "fineweb"
         check_reference(s, self.reference)
-        for name in ("min_line_punct_ratio", "max_short_line_ratio", "max_char_dup_ratio"):
-            v = getattr(self, name)
-            if v is not None and not 0.0 <= v <= 1.0:
-                raise SpecError(f"{s}: {name} must be a fraction between 0 and 1 (or null to disable), got {v}")
-        if self.max_list_ratio is not None and self.max_list_ratio < 0:
-            raise SpecError(f"{s}: max_list_ratio must be >= 0 (or null to disable), got {self.max_list_ratio}")
+        check_fractions(s, self, ("min_line_punct_ratio", "max_short_line_ratio", "max_char_dup_ratio"))
+        check_non_negative(s, self, ("max_list_ratio",))
         if self.short_line_length < 0:
             raise SpecError(f"{s}: short_line_length must be >= 0, got {self.short_line_length}")
-        if not self.terminal_punctuation or any(len(c) != 1 for c in self.terminal_punctuation):
-            raise SpecError(f"{s}: terminal_punctuation must be a non-empty list of single characters, "
-                            f"got {list(self.terminal_punctuation)}")
+        check_single_chars(s, "terminal_punctuation", self.terminal_punctuation)
 
 
 class FineWeb(FilterStage):

@@ -48,23 +48,12 @@ from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
 from stages._lang import GOPHER_STOP_WORDS
+from stages._rules import check_fractions, check_non_negative, check_reference, check_single_chars
 
 log = logging.getLogger(__name__)
 
-REFERENCES = ("paper", "datatrove")
 #: longest stop word matched (longer entries of a list never match)
 MAX_STOP_WORD_LEN = 24
-
-
-def check_reference(stage: str, value: str) -> None:
-    if value not in REFERENCES:
-        raise SpecError(f"{stage}: reference must be one of {list(REFERENCES)}, got {value!r} "
-                        "(paper: the published rules; datatrove: datatrove's implementation decisions)")
-
-
-def _check_fraction(stage: str, name: str, value: float | None) -> None:
-    if value is not None and not 0.0 <= value <= 1.0:
-        raise SpecError(f"{stage}: {name} must be a fraction between 0 and 1 (or null to disable), got {value}")
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -89,23 +78,15 @@ class GopherQualityConfig(StageConfig):
     def __post_init__(self) -> None:
         s = "gopher_quality"
         check_reference(s, self.reference)
-        for name in ("min_words", "max_words", "min_stop_words"):
-            v = getattr(self, name)
-            if v is not None and v < 0:
-                raise SpecError(f"{s}: {name} must be >= 0 (or null to disable), got {v}")
+        check_non_negative(s, self, ("min_words", "max_words", "min_stop_words"))
         if self.min_words is not None and self.max_words is not None and self.max_words < self.min_words:
             raise SpecError(f"{s}: max_words ({self.max_words}) must be >= min_words ({self.min_words})")
         lo, hi = self.min_mean_word_length, self.max_mean_word_length
         if lo is not None and hi is not None and hi < lo:
             raise SpecError(f"{s}: max_mean_word_length ({hi}) must be >= min_mean_word_length ({lo})")
-        for name in ("max_bullet_lines", "max_ellipsis_lines", "min_alpha_words"):
-            _check_fraction(s, name, getattr(self, name))
-        for name in ("max_hash_ratio", "max_ellipsis_ratio"):
-            v = getattr(self, name)
-            if v is not None and v < 0:
-                raise SpecError(f"{s}: {name} must be >= 0 (or null to disable), got {v}")
-        if any(len(c) != 1 for c in self.bullet_chars):
-            raise SpecError(f"{s}: bullet_chars must be single characters, got {list(self.bullet_chars)}")
+        check_fractions(s, self, ("max_bullet_lines", "max_ellipsis_lines", "min_alpha_words"))
+        check_non_negative(s, self, ("max_hash_ratio", "max_ellipsis_ratio"))
+        check_single_chars(s, "bullet_chars", self.bullet_chars, non_empty=False)
         if self.min_stop_words and not self.stop_words:
             raise SpecError(f"{s}: stop_words is empty but min_stop_words={self.min_stop_words}; "
                             "give a list of stop words or set min_stop_words: null")

@@ -51,7 +51,7 @@ from datapipe.stage import Compute, FilterStage, StageConfig
 from stages import _datatrove as DT
 from stages import _lang as L
 from stages import _text as T
-from stages.gopher_quality import check_reference
+from stages._rules import check_fractions, check_reference
 
 log = logging.getLogger(__name__)
 
@@ -77,10 +77,8 @@ class GopherRepetitionConfig(StageConfig):
     def __post_init__(self) -> None:
         s = "gopher_repetition"
         check_reference(s, self.reference)
-        for name in ("max_dup_para_frac", "max_dup_para_char_frac", "max_dup_line_frac", "max_dup_line_char_frac"):
-            v = getattr(self, name)
-            if v is not None and not 0.0 <= v <= 1.0:
-                raise SpecError(f"{s}: {name} must be a fraction between 0 and 1 (or null to disable), got {v}")
+        check_fractions(s, self, ("max_dup_para_frac", "max_dup_para_char_frac", "max_dup_line_frac",
+                                  "max_dup_line_char_frac"))
         for name in ("top_ngram_char_frac", "dup_ngram_char_frac"):
             for n, v in dict(getattr(self, name)).items():
                 if not isinstance(n, int) or not 1 <= n <= 64:
@@ -116,26 +114,20 @@ class GopherRepetition(FilterStage):
         total_chars = np.maximum(T.py_counts(texts, len), 1).astype(np.float64)
         fails: list[tuple[str, np.ndarray, np.ndarray]] = []
 
-        para_rules = cfg.max_dup_para_frac is not None or cfg.max_dup_para_char_frac is not None
-        line_rules = cfg.max_dup_line_frac is not None or cfg.max_dup_line_char_frac is not None
-        if para_rules or line_rules:
-            lines = _stripped_lines(texts)
-            if para_rules:
-                dup_count, dup_chars, count = _paragraph_duplicates(lines)
-                if cfg.max_dup_para_frac is not None:
-                    r = dup_count / np.maximum(count, 1)
-                    fails.append(("dup_para_frac", r > cfg.max_dup_para_frac, r))
-                if cfg.max_dup_para_char_frac is not None:
-                    r = dup_chars / total_chars
-                    fails.append(("dup_para_char_frac", r > cfg.max_dup_para_char_frac, r))
-            if line_rules:
-                dup_count, dup_chars, count = _line_duplicates(lines)
-                if cfg.max_dup_line_frac is not None:
-                    r = dup_count / np.maximum(count, 1)
-                    fails.append(("dup_line_frac", r > cfg.max_dup_line_frac, r))
-                if cfg.max_dup_line_char_frac is not None:
-                    r = dup_chars / total_chars
-                    fails.append(("dup_line_char_frac", r > cfg.max_dup_line_char_frac, r))
+        lines = None
+        for unit, duplicates, max_frac, max_char_frac in (
+                ("para", _paragraph_duplicates, cfg.max_dup_para_frac, cfg.max_dup_para_char_frac),
+                ("line", _line_duplicates, cfg.max_dup_line_frac, cfg.max_dup_line_char_frac)):
+            if max_frac is None and max_char_frac is None:
+                continue
+            lines = _stripped_lines(texts) if lines is None else lines
+            dup_count, dup_chars, count = duplicates(lines)
+            if max_frac is not None:
+                r = dup_count / np.maximum(count, 1)
+                fails.append((f"dup_{unit}_frac", r > max_frac, r))
+            if max_char_frac is not None:
+                r = dup_chars / total_chars
+                fails.append((f"dup_{unit}_char_frac", r > max_char_frac, r))
 
         top = dict(cfg.top_ngram_char_frac)
         dup = dict(cfg.dup_ngram_char_frac)

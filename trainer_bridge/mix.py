@@ -55,11 +55,11 @@ class MixSource:
 
     def __post_init__(self) -> None:
         if not isinstance(self.manifest, str) or not self.manifest:
-            raise SpecError(f"sources: manifest {self.manifest!r} must be a path to a manifest.json")
+            raise SpecError(f"source manifest {self.manifest!r} must be a path to a manifest.json")
         if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)):
-            raise SpecError(f"sources: {self.manifest}: weight {self.weight!r} must be a number > 0")
+            raise SpecError(f"source {self.manifest}: weight {self.weight!r} must be a number > 0")
         if not self.weight > 0:
-            raise SpecError(f"sources: {self.manifest}: weight {self.weight} must be > 0: give the "
+            raise SpecError(f"source {self.manifest}: weight {self.weight:g} must be > 0: give the "
                             "source a positive token fraction, or remove it from the mix")
 
 
@@ -110,31 +110,14 @@ _MIX_KEYS = {f.name for f in fields(MixSpec)} - {"base_dir", "path"}
 
 
 def load_mix(path: str | os.PathLike) -> MixSpec:
-    """Read a mix manifest; unknown or missing keys are errors that list the valid ones."""
-    from datapipe.config import load_yaml_mapping
+    """Read a mix manifest through :mod:`datapipe.config` (as a job spec is read): a missing
+    file, an unknown or missing key, or a wrong type is a :class:`SpecError` naming the file
+    and the key."""
+    from datapipe.config import build, load_yaml_mapping
 
     path = Path(path)
     raw = load_yaml_mapping(path, what="mix manifest", keys=_MIX_KEYS, missing="write one with `datapipe mix new`")
-    unknown = set(raw) - _MIX_KEYS
-    if unknown:
-        raise SpecError(f"mix {path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(_MIX_KEYS)}")
-    missing = {"name", "seq_len", "token_budget", "sources"} - set(raw)
-    if missing:
-        raise SpecError(f"mix {path}: missing key(s) {sorted(missing)}")
-    srcs = raw["sources"]
-    if not isinstance(srcs, list):
-        raise SpecError(f"mix {path}: sources must be a list of {{manifest: PATH, weight: W}}")
-    sources = []
-    for i, s in enumerate(srcs):
-        if not isinstance(s, dict) or set(s) != {"manifest", "weight"}:
-            raise SpecError(f"mix {path}: sources[{i}] is {s!r}; each entry needs exactly the keys "
-                            "manifest and weight")
-        try:
-            sources.append(MixSource(manifest=s["manifest"], weight=s["weight"]))
-        except SpecError as e:
-            raise SpecError(f"mix {path}: sources[{i}]: {e}") from e
-    body = {k: v for k, v in raw.items() if k != "sources"}
-    return MixSpec(**body, sources=tuple(sources), base_dir=path.parent, path=path)
+    return build(MixSpec, raw, where=f"mix {path}", given={"base_dir": path.parent, "path": path})
 
 
 def position_ids(tokens: np.ndarray, eos_id: int) -> np.ndarray:

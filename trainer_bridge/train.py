@@ -119,6 +119,9 @@ class TrainConfig:
             raise SpecError(f"train: {e}; e.g. --set skip='[[1200, 1264]]'") from None
 
 
+_CONFIG_KEYS = {f.name for f in dataclasses.fields(TrainConfig)}
+
+
 def _set_dotted(d: dict, key: str, value: Any) -> None:
     *parents, last = key.split(".")
     for p in parents:
@@ -127,8 +130,14 @@ def _set_dotted(d: dict, key: str, value: Any) -> None:
 
 
 def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
-    """YAML + ``key=value`` overrides (dotted for the model: ``model.dim=128``) -> TrainConfig."""
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    """YAML + ``key=value`` overrides (dotted for the model: ``model.dim=128``) -> TrainConfig.
+
+    Read and checked by :mod:`datapipe.config` like a job spec or a mix: a missing file, a
+    misspelled key or a wrong type is a :class:`SpecError` naming the file and the key."""
+    from datapipe.config import build, load_yaml_mapping
+
+    raw = load_yaml_mapping(path, what="trainer config", keys=_CONFIG_KEYS,
+                            missing="start from trainer_bridge/configs/sample.yaml")
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
@@ -140,19 +149,10 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
             except ValueError:
                 pass
         _set_dotted(raw, key.strip(), parsed)
-    valid = {f.name for f in dataclasses.fields(TrainConfig)}
-    unknown = set(raw) - valid
-    if unknown:
-        raise SpecError(f"{path}: unknown key(s) {sorted(unknown)}; valid keys: {sorted(valid)}")
-    model_raw = raw.pop("model", {}) or {}
-    mvalid = {f.name for f in dataclasses.fields(ModelConfig)}
-    if set(model_raw) - mvalid:
-        raise SpecError(f"{path}: unknown model key(s) {sorted(set(model_raw) - mvalid)}; valid: {sorted(mvalid)}")
-    model_raw.setdefault("vocab_size", AUTO_VOCAB)  # resolved against the mix in `train`
-    from datapipe.config import build
-
-    model = build(ModelConfig, model_raw, where=f"{path}: model")
-    return build(TrainConfig, {**raw, "model": model}, where=str(path))
+    model = raw.get("model")
+    if model is None or isinstance(model, dict):   # vocab_size is resolved against the mix in `train`
+        raw["model"] = {"vocab_size": AUTO_VOCAB, **(model or {})}
+    return build(TrainConfig, raw, where=str(path))
 
 
 def lr_factor(step: int, *, warmup: int, total: int, min_ratio: float) -> float:
@@ -300,15 +300,8 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     save has started, so an async save is interrupted in flight)."""
     d = init_distributed(cfg)
     r = build(cfg, d)
-    model, opt, sched, loader, T = r.model, r.opt, r.sched, r.loader, r.plan.seq_len
-    step, resume = 0, checkpoint.find(cfg.ckpt_dir, cfg.resume_from)
-    if resume is not None:
-        step = checkpoint.load(resume, model=model, optimizer=opt, scheduler=sched, loader=loader)
-    loader.add_skip(SkipRanges(cfg.skip))
-    ckpt = None
-    if cfg.ckpt_dir:
-        checkpoint.rollback(cfg.ckpt_dir, step)
-        ckpt = checkpoint.Checkpointer(cfg.ckpt_dir, async_save=cfg.ckpt_async)
+    loader, T = r.loader, r.plan.seq_len
+    step, resume, ckpt = _resume(cfg, r)
     total = min(r.total_steps, step + loader.steps_left)
     dp_group = d.mesh["dp"].get_group()
     flops_tok, peak = r.model_cfg.flops_per_token(T), _peak_flops(cfg, d.device)
@@ -327,26 +320,12 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
             t0 = time.perf_counter()
             lo, hi = loader.step_range(loader.samples_committed)
             batch = next(loader)
-            loss_sum = torch.zeros((), device=d.device)
-            parts = micro_batches(batch, r.micro_batch)
-            for i, mbatch in enumerate(parts):
-                x, y = mbatch["input_ids"].to(d.device), mbatch["labels"].to(d.device)
-                pos = mbatch["position_ids"].to(d.device) if cfg.position_ids else None
-                model.set_requires_gradient_sync(i == len(parts) - 1)  # reduce-scatter once per step
-                with amp:
-                    logits = model(x, pos, document_mask=cfg.document_mask)
-                loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()) / len(parts)
-                loss.backward()
-                loss_sum += loss.detach()
-            gnorm = clip_grad_norm_(model.parameters(), cfg.grad_clip)
-            opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
+            loss_sum, gnorm = _optimizer_step(cfg, r, batch, d.device, amp)
             step += 1
             dist.all_reduce(loss_sum, group=dp_group)  # sum over dp; tp peers hold the same value
             tps = cfg.global_batch * T / (time.perf_counter() - t0)
             row = {"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
-                   "lr": sched.get_last_lr()[0], "tokens_per_s": tps,
+                   "lr": r.sched.get_last_lr()[0], "tokens_per_s": tps,
                    "mfu": flops_tok * tps / (peak * d.world_size) if peak else None,
                    "batch": _batch_digest(batch, dp_group) if cfg.batch_digest else None,
                    "samples": [lo, hi], **first}
@@ -357,14 +336,9 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
                 log_.echo(spikes.message(row, jumped, cfg.ckpt_dir))
             log_.step(row)
             stopping = stop.agreed(d.device)
-            if ckpt and (step == total or stopping or cfg.ckpt_every and step % cfg.ckpt_every == 0):
-                blocked = ckpt.save(step, model=model, optimizer=opt, scheduler=sched, loader=loader)
-                log.info("checkpoint step %d %s: the step waited %.3f s", step,
-                         "started (async)" if cfg.ckpt_async else "written", blocked)
-                if kill_in_save == step:
-                    os.kill(os.getpid(), signal.SIGKILL)
-            elif ckpt:
-                ckpt.poll()
+            if ckpt:
+                _checkpoint(ckpt, cfg, r, step, save=step == total or stopping or bool(
+                    cfg.ckpt_every and step % cfg.ckpt_every == 0), kill_in_save=kill_in_save)
             if stopping:
                 break
         if ckpt:
@@ -379,6 +353,57 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     dist.barrier()
     dist.destroy_process_group()
     return log_.rows
+
+
+def _resume(cfg: TrainConfig, r: Run) -> tuple[int, Path | None, checkpoint.Checkpointer | None]:
+    """(the step to start at, the checkpoint it was loaded from, the checkpointer): the
+    newest complete checkpoint (or ``resume_from``) is loaded into model, optimizer,
+    schedule and loader; later ones are rolled back; ``skip`` ranges are added."""
+    step, resume = 0, checkpoint.find(cfg.ckpt_dir, cfg.resume_from)
+    if resume is not None:
+        step = checkpoint.load(resume, model=r.model, optimizer=r.opt, scheduler=r.sched, loader=r.loader)
+    r.loader.add_skip(SkipRanges(cfg.skip))
+    ckpt = None
+    if cfg.ckpt_dir:
+        checkpoint.rollback(cfg.ckpt_dir, step)
+        ckpt = checkpoint.Checkpointer(cfg.ckpt_dir, async_save=cfg.ckpt_async)
+    return step, resume, ckpt
+
+
+def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], device: torch.device,
+                    amp: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Forward/backward over ``batch`` in micro-batches, clip, step; returns (this rank's
+    loss, summed over micro-batches, and the pre-clip gradient norm)."""
+    model = r.model
+    loss_sum = torch.zeros((), device=device)
+    parts = micro_batches(batch, r.micro_batch)
+    for i, mbatch in enumerate(parts):
+        x, y = mbatch["input_ids"].to(device), mbatch["labels"].to(device)
+        pos = mbatch["position_ids"].to(device) if cfg.position_ids else None
+        model.set_requires_gradient_sync(i == len(parts) - 1)  # reduce-scatter once per step
+        with amp:
+            logits = model(x, pos, document_mask=cfg.document_mask)
+        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()) / len(parts)
+        loss.backward()
+        loss_sum += loss.detach()
+    gnorm = clip_grad_norm_(model.parameters(), cfg.grad_clip)
+    r.opt.step()
+    r.sched.step()
+    r.opt.zero_grad(set_to_none=True)
+    return loss_sum, gnorm
+
+
+def _checkpoint(ckpt: checkpoint.Checkpointer, cfg: TrainConfig, r: Run, step: int, *, save: bool,
+                kill_in_save: int | None) -> None:
+    """Save after ``step`` when ``save`` (else let a background save make progress)."""
+    if not save:
+        ckpt.poll()
+        return
+    blocked = ckpt.save(step, model=r.model, optimizer=r.opt, scheduler=r.sched, loader=r.loader)
+    log.info("checkpoint step %d %s: the step waited %.3f s", step,
+             "started (async)" if cfg.ckpt_async else "written", blocked)
+    if kill_in_save == step:
+        os.kill(os.getpid(), signal.SIGKILL)
 
 
 def _budget_line(loader: MixLoader, T: int, *, ahead: bool) -> str:

@@ -23,7 +23,6 @@ Bad input is data:
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import zlib
@@ -35,6 +34,7 @@ import zstandard
 
 from datapipe import fs
 from datapipe import schema as S
+from datapipe.config import build
 from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers._streams import FileCorrupt, classify
 
@@ -226,20 +226,12 @@ def _sanitized(r: Rec) -> Rec:
     return r._replace(url=url, origin=origin, detail=detail, source_id=source_id, metadata=metadata)
 
 
-def _coerce_options(cls: type, options: Any, fmt: str) -> Any:
-    if options is None:
-        return cls()
+def _options(cls: type, options: Any, fmt: str) -> Any:
+    """The reader's ``Options`` from a dataclass, a mapping (checked as a job spec's
+    ``options:`` are, by :func:`datapipe.config.build`) or None (the defaults)."""
     if isinstance(options, cls):
         return options
-    if isinstance(options, Mapping):
-        valid = sorted(f.name for f in dataclasses.fields(cls))
-        unknown = sorted(set(options) - set(valid))
-        if unknown:
-            raise SpecError(
-                f"unknown option(s) {unknown} for format {fmt!r}; valid options: {valid}"
-            )
-        return cls(**options)
-    raise SpecError(f"options for format {fmt!r} must be a mapping, got {type(options).__name__}")
+    return build(cls, options, where=f"format {fmt!r}: options")
 
 
 class Reader:
@@ -268,7 +260,7 @@ class Reader:
         if not isinstance(max_doc_bytes, int) or max_doc_bytes <= 0:
             raise SpecError(f"max_doc_bytes must be a positive integer, got {max_doc_bytes!r}")
         self.source = source
-        self.options = _coerce_options(self.Options, options, self.format)
+        self.options = _options(self.Options, options, self.format)
         self.on_error = on_error
         self.batch_rows = batch_rows
         self.max_doc_bytes = max_doc_bytes

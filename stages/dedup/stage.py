@@ -44,7 +44,7 @@ import logging
 import math
 import os
 import time
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Iterator
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -116,42 +116,35 @@ def _parquet_files(path: str) -> list[str]:
     return sorted(f.path for f in sel if f.type == pafs.FileType.File and f.path.endswith(".parquet"))
 
 
-def _count_valid(path: str, column: str) -> int:
-    """Non-null values of a column of a written artifact, from the footers' statistics."""
-    import pyarrow.parquet as pq
-
+def _row_group_stats(path: str, column: str) -> Iterator[tuple[str, Any, Any]]:
+    """``(file, row group, the column's statistics)`` for every row group of a written
+    artifact: what the footers say, without reading the data."""
     fs, _ = P._fs(path)
-    total = 0
     for f in _parquet_files(path):
         md = pq.ParquetFile(fs.open_input_file(f)).metadata
         names = [md.schema.column(i).name for i in range(md.num_columns)]
         j = names.index(column)
         for g in range(md.num_row_groups):
             rg = md.row_group(g)
-            st = rg.column(j).statistics
-            if st is None or not st.has_null_count:
-                raise AssertionError(f"{f}: no null count statistics for {column}")
-            total += rg.num_rows - st.null_count
+            yield f, rg, rg.column(j).statistics
+
+
+def _count_valid(path: str, column: str) -> int:
+    """Non-null values of a column of a written artifact, from the footers' statistics."""
+    total = 0
+    for f, rg, st in _row_group_stats(path, column):
+        if st is None or not st.has_null_count:
+            raise AssertionError(f"{f}: no null count statistics for {column}")
+        total += rg.num_rows - st.null_count
     return total
 
 
 def _any_true(path: str, column: str) -> bool:
     """Whether a boolean column of a written artifact holds a true value, from the
     footers' min/max statistics."""
-    import pyarrow.parquet as pq
-
-    fs, _ = P._fs(path)
-    for f in _parquet_files(path):
-        md = pq.ParquetFile(fs.open_input_file(f)).metadata
-        names = [md.schema.column(i).name for i in range(md.num_columns)]
-        j = names.index(column)
-        for g in range(md.num_row_groups):
-            rg = md.row_group(g)
-            if rg.num_rows == 0:
-                continue
-            st = rg.column(j).statistics
-            if st is None or not st.has_min_max or st.max:
-                return True
+    for _, rg, st in _row_group_stats(path, column):
+        if rg.num_rows and (st is None or not st.has_min_max or st.max):
+            return True
     return False
 
 

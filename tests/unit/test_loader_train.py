@@ -8,7 +8,7 @@ import torch
 
 from datapipe.errors import SpecError
 from trainer_bridge.model import GPT, ModelConfig
-from trainer_bridge.train import load_config, lr_factor
+from trainer_bridge.train import load_config, lr_factor, main
 
 
 def test_sample_config_loads_and_overrides(repo_dir, tmp_path):
@@ -16,13 +16,29 @@ def test_sample_config_loads_and_overrides(repo_dir, tmp_path):
     assert cfg.mix == "mixes/sample.yaml" and cfg.tp == 1 and cfg.steps == 3 and cfg.model.dim == 64
     bad = tmp_path / "bad.yaml"
     bad.write_text("mix: m.yaml\nlearning_rate: 1\n")
-    with pytest.raises(SpecError, match=r"unknown key\(s\) \['learning_rate'\]; valid keys: .*'lr'"):
+    with pytest.raises(SpecError, match=r"bad.yaml: unknown key 'learning_rate' \(valid keys: .*\blr\b"):
         load_config(bad)
     bad.write_text("mix: m.yaml\nmodel: {width: 3}\n")
-    with pytest.raises(SpecError, match=r"unknown model key\(s\) \['width'\]"):
+    with pytest.raises(SpecError, match=r"bad.yaml: model: unknown key 'width'"):
         load_config(bad)
     with pytest.raises(SpecError, match="document_mask needs position_ids"):
         load_config(repo_dir / "trainer_bridge/configs/sample.yaml", ["position_ids=false", "document_mask=true"])
+
+
+def test_missing_trainer_config_is_a_one_line_error(tmp_path, capsys):
+    missing = tmp_path / "no-such.yaml"
+    assert main(["--config", str(missing)]) == 2   # not a FileNotFoundError traceback
+    err = capsys.readouterr().err
+    assert f"trainer config not found: {missing}" in err and "configs/sample.yaml" in err
+
+
+def test_wrong_type_in_trainer_config_names_file_and_field(tmp_path):
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text("mix: m.yaml\nmodel: {dim: wide}\n")
+    with pytest.raises(SpecError, match=r"cfg.yaml: model: key 'dim' must be int, got 'wide'"):
+        load_config(cfg)
+    with pytest.raises(SpecError, match=r"cfg.yaml: key 'steps' must be int or null, got 'ten'"):
+        load_config(cfg, ["model.dim=64", "steps=ten"])   # --set is checked the same way
 
 
 def test_lr_schedule_warmup_then_cosine_to_min():

@@ -86,11 +86,23 @@ def test_invalid_mixes_say_what_to_change(shards, tmp_path):
     bad = tmp_path / "e.yaml"
     bad.write_text(yaml.safe_dump({"name": "e", "seq_len": SEQ, "token_budget": 640, "weights": [1],
                                    "sources": []}))
-    with pytest.raises(SpecError, match=r"unknown key\(s\) \['weights'\]; valid keys"):
+    with pytest.raises(SpecError, match=r"e.yaml: unknown key 'weights' \(valid keys"):
         load_mix(bad)
     with pytest.raises(SpecError, match="below one sample"):
         plan_mix(write_mix(tmp_path / "f.yaml", shards, {"wiki": 1, "books": 1, "news": 1}, seq_len=SEQ,
                            token_budget=SEQ - 1))
+
+
+def test_wrong_type_in_a_mix_names_file_entry_and_field(tmp_path):
+    bad = tmp_path / "typo.yaml"
+    bad.write_text(yaml.safe_dump({"name": "t", "seq_len": SEQ, "token_budget": SEQ * 10,
+                                   "sources": [{"manifest": "a/manifest.json", "weight": 1},
+                                               {"manifest": "b/manifest.json", "weight": "lots"}]}))
+    with pytest.raises(SpecError, match=r"typo.yaml: sources\[1\]: key 'weight' must be float, got 'lots'"):
+        load_mix(bad)
+    bad.write_text(yaml.safe_dump({"name": "t", "seq_len": "64", "token_budget": SEQ * 10, "sources": []}))
+    with pytest.raises(SpecError, match=r"typo.yaml: key 'seq_len' must be int, got '64'"):
+        load_mix(bad)
 
 
 def test_plan_hash_covers_the_sample_sequence_not_the_budget(shards, tmp_path):

@@ -20,6 +20,7 @@ from datapipe.errors import SpecError
 from datapipe.readers import READERS, InputFile, Reader, reader_for
 from datapipe.readers.jsonl import JsonlOptions
 from datapipe.readers.warc import WarcOptions
+from datapipe.spec import load_job
 
 SRC = "src"
 
@@ -51,6 +52,19 @@ def same_rows(a, b) -> bool:
 # ---------------------------------------------------------------------------- registry
 
 
+def test_wrong_type_in_a_reader_option_names_file_and_option(tmp_path):
+    (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
+    job = tmp_path / "job.yaml"
+    job.write_text("name: t\noutput: out\nsources:\n  - {name: docs, format: jsonl, paths: [a.jsonl], "
+                   "options: {id_key: 3}}\nstages: [{normalize: {}}]\n")
+    with pytest.raises(SpecError, match=r"job.yaml: source 'docs': options: key 'id_key' must be str or null, got 3"):
+        load_job(job)
+    with pytest.raises(SpecError, match=r"format 'jsonl': options: key 'id_key' must be str or null, got 3"):
+        READERS["jsonl"](source=SRC, options={"id_key": 3})
+    with pytest.raises(SpecError, match=r"format 'text': options: key 'max_chars' must be int, got '4k'"):
+        READERS["text"](source=SRC, options={"max_chars": "4k"})
+
+
 def test_registry_and_unknown_format():
     assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange"}
     assert reader_for("warc") is READERS["warc"]
@@ -61,7 +75,7 @@ def test_registry_and_unknown_format():
 def test_options_are_checked():
     with pytest.raises(TypeError):
         JsonlOptions(txt_key="body")  # what the job spec turns into a SpecError
-    with pytest.raises(SpecError, match="unknown option.*txt_key"):
+    with pytest.raises(SpecError, match="options: unknown key 'txt_key'; did you mean 'text_key'"):
         READERS["jsonl"](source=SRC, options={"txt_key": "body"})
     with pytest.raises(SpecError, match="records"):
         WarcOptions(records="request")
