@@ -128,7 +128,7 @@ def test_killed_task_actor_and_node_give_identical_outputs(cluster, tmp_path):
     temp = cluster["temp"]
     faults = {
         "task": lambda: _pids("ray::MapBatches(_run_split_task)")[:1],
-        "actor": lambda: _pids("ray::MapWorker(MapBatches(SplitRunner))")[:1],
+        "actor": lambda: _pids("ray::SplitActor")[:1],
         # in the task phase, so the lost node's splits can be rescheduled on the head
         "raylet": lambda: _pids(f"{temp}w", "raylet", f"node_manager_port={cluster['node_port']}")
         if _pids("ray::MapBatches(_run_split_task)") else [],
