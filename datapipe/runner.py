@@ -93,6 +93,21 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
     return True
 
 
+def stop_ray() -> None:
+    """``ray.shutdown()`` of the Ray this process started, without its one slow step:
+    Ray stops its processes one by one, SIGTERM then up to a second's wait each, and
+    its autoscaler monitor (useless on an embedded Ray) always takes the whole second.
+    It is killed first (Ray would SIGKILL it next); the rest stops as Ray does it."""
+    import ray
+
+    node = getattr(ray._private.worker, "_global_node", None)
+    for info in (node.all_processes.get("monitor", []) if node is not None else []):
+        if info.process.poll() is None:
+            info.process.kill()
+            info.process.wait()
+    ray.shutdown()
+
+
 def _cluster_cpus() -> int:
     import ray
 
@@ -279,9 +294,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
         run.release()     # no-op after a publish; the staging folder stays for a resume
         restore_ray_logging(ray_log)
         if started_ray:   # now, not at interpreter exit (which first sleeps 0.5 s)
-            import ray
-
-            ray.shutdown()
+            stop_ray()
         if records != Path(staging):
             shutil.rmtree(records, ignore_errors=True)
 

@@ -8,8 +8,8 @@ so dedup never sees an extra copy):
 1. while reading, each split's task writes one row per document alive after read to
    ``work/ids/<source>/part-NNNNN.parquet``: the id's 128-bit xxh3 hash, the row and the
    origin; rows are grouped by ``part = hash % parts`` (one row group per part);
-2. after phase 0, one Ray task per part reads that part of every split's file (row
-   groups filtered by their statistics) and, per hash seen in more than one split,
+2. after phase 0, one Ray task per part (the driver itself when there is one part)
+   reads that part of every split's file (row groups filtered by their statistics) and, per hash seen in more than one split,
    keeps the first copy in plan order (source, split, row) and decides to drop the
    others with the first copy's origin as detail;
 3. the splits holding an extra copy (usually none) are run again with those decisions
@@ -17,10 +17,10 @@ so dedup never sees an extra copy):
    stats are what a run that knew from the start would have written, so accounting,
    bytes and resume are unchanged, and the result does not depend on scheduling.
 
-Memory: a part task holds its part's rows (``PART_ROWS`` ids at most, ~40 bytes each);
-the driver holds the decisions only (bounded by the number of extra copies). Time: the
-hashing in the read tasks plus reading the compact files once; re-runs only for splits
-that hold extra copies.
+Memory: a part task holds its part's rows (``PART_ROWS`` ids at most, ~40 bytes each,
+also when the driver runs the one part of a small job); the driver holds the decisions
+(bounded by the number of extra copies). Time: the hashing in the read tasks plus
+reading the compact files once; re-runs only for splits that hold extra copies.
 """
 
 from __future__ import annotations
@@ -117,11 +117,14 @@ def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str,
     """Run the check's part tasks over the splits' id files. Returns the decisions file
     written at ``out`` (None: no extra copy anywhere), the keys of the splits holding
     extra copies and the decisions' digest (for resume)."""
-    import ray
+    if parts == 1:   # one part (< PART_ROWS ids): here, without a task's start-up
+        found = [t for t in [_find(files, 0, storage)] if t.num_rows]
+    else:
+        import ray
 
-    task = ray.remote(_find).options(num_cpus=1, max_retries=max_retries)
-    files_ref = ray.put(list(files))
-    found = [t for t in ray.get([task.remote(files_ref, p, storage) for p in range(parts)]) if t.num_rows]
+        task = ray.remote(_find).options(num_cpus=1, max_retries=max_retries)
+        files_ref = ray.put(list(files))
+        found = [t for t in ray.get([task.remote(files_ref, p, storage) for p in range(parts)]) if t.num_rows]
     if not found:
         return None, [], ""
     table = pa.concat_tables(found).sort_by([("_split", "ascending"), ("_row", "ascending")])
