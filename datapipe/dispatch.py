@@ -88,11 +88,14 @@ def run_splits(env: PhaseEnv, todo: list[SplitRef], ex: ExecutionSpec, cpus: int
     for owner in owners:
         submit(owner)
     while pending:
-        ready, _ = ray.wait(list(pending), num_returns=1)
-        owner = pending.pop(ready[0])
-        record, error = ray.get(ready[0])
-        if error is not None:
-            raise pickle.loads(error)
-        if queue:
-            submit(owner)
-        on_record(json.loads(record))
+        calls = list(pending)
+        ray.wait(calls, num_returns=1)                       # at least one is done:
+        ready, _ = ray.wait(calls, num_returns=len(calls), timeout=0)   # take every done one
+        for call in ready:
+            owner = pending.pop(call)
+            record, error = ray.get(call)
+            if error is not None:
+                raise pickle.loads(error)
+            if queue:
+                submit(owner)
+            on_record(json.loads(record))
