@@ -5,9 +5,10 @@ stage. The plan's chain is cut at its global stages into phases. A phase is one 
 over the read splits on Ray core (:mod:`datapipe.dispatch`): one task (or one call of a
 pooled actor, when a stage of the phase declares ``Compute(kind="actor")``) per split
 reads or reloads its split, runs the fused batch stages and writes that split's files
-itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards). Nothing shuffles, sorts or materialises text; only small
-records come back to the driver: files written (rows, bytes, sha256) and per-stage,
-per-source stats, which the driver adds up.
+itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards).
+Nothing shuffles, sorts or materialises text; only small records come back to the
+driver: files written (rows, bytes, sha256) and per-stage, per-source stats, which the
+driver adds up.
 
 Between phases, a global stage's :meth:`~datapipe.stage.GlobalStage.decide` runs once on
 the driver over the splits' compact side files; the next phase applies its decisions
@@ -39,7 +40,6 @@ import threading
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterator
-
 
 from datapipe import commit, fs
 from datapipe import stats as ST
