@@ -2,10 +2,9 @@
 
 A stage is one class with a ``name``, a keyword-only ``Config`` dataclass, optional
 ``setup()`` (heavy state: once per Ray actor when ``compute`` asks for actors) and one
-hot method over a
-``pyarrow.Table`` batch. The base class does the rest: it hands the hot method only
-the documents still alive, marks drops with stage and reason, counts, times, and
-keeps every batch on the declared schema.
+hot method over a ``pyarrow.Table`` batch. The base class does the rest: it hands the
+hot method only the documents still alive, marks drops with stage and reason, counts,
+times, and keeps every batch on the declared schema.
 
 Kinds, each writing one method:
 
