@@ -91,10 +91,19 @@ def split_refs(job: JobSpec) -> list[SplitRef]:
     return _splits(job, {src.name: reader_for_source(job, src) for src in job.sources})
 
 
+def auto_split_bytes(input_bytes: int) -> int:
+    """The default ``execution.split_bytes``: an eighth of the input, between 4 MiB and
+    64 MiB (a small job still gets a split per core; per-split cost is a few files and
+    one call, so more splits cost little). A function of the inputs only, never of the
+    cluster, so outputs stay the same bytes on any number of CPUs."""
+    return min(64 << 20, max(4 << 20, input_bytes // 8))
+
+
 def _splits(job: JobSpec, readers: Mapping[str, Any]) -> list[SplitRef]:
+    size = job.execution.split_bytes or auto_split_bytes(sum(f.size for src in job.sources for f in src.files))
     return [SplitRef(source=src.name, index=i, split=split)
             for src in job.sources
-            for i, split in enumerate(readers[src.name].plan(list(src.files), split_bytes=job.execution.split_bytes))]
+            for i, split in enumerate(readers[src.name].plan(list(src.files), split_bytes=size))]
 
 
 def _schemas(job: JobSpec) -> list[pa.Schema]:

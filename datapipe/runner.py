@@ -1,13 +1,14 @@
 """Runs a job: text moves once, stats travel as data, splits resume.
 
 The runner executes a compiled :class:`~datapipe.plan.Plan` and knows no concrete
-stage. The plan's chain is cut at its global stages into phases. A phase is one Ray Data
-execution over the read splits' descriptors (``ray.data.from_items``): one task (or one
-call of a pooled actor, when a stage of the phase declares ``Compute(kind="actor")``)
+stage. The plan's chain is cut at its global stages into phases. A phase is one pass
+over the read splits on Ray core (:mod:`datapipe.dispatch`): one task (or one call of a
+pooled actor, when a stage of the phase declares ``Compute(kind="actor")``) per split
 reads or reloads its split, runs the fused batch stages and writes that split's files
-itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards). Nothing shuffles, sorts or materialises text; only small
-records come back to the driver: files written (rows, bytes, sha256) and per-stage,
-per-source stats, which the driver adds up.
+itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards).
+Nothing shuffles, sorts or materialises text; only small records come back to the
+driver: files written (rows, bytes, sha256) and per-stage, per-source stats, which the
+driver adds up.
 
 Between phases, a global stage's :meth:`~datapipe.stage.GlobalStage.decide` runs once on
 the driver over the splits' compact side files; the next phase applies its decisions
@@ -32,17 +33,13 @@ import hashlib
 import json
 import logging
 import os
-import pickle
 import shutil
 import signal
 import tempfile
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
-
-import pyarrow as pa
 
 from datapipe import commit, fs
 from datapipe import stats as ST
@@ -50,8 +47,9 @@ from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.plan import split_refs  # noqa: F401 - re-exported: tests and benches count splits with it
 from datapipe.spec import ExecutionSpec, JobSpec
-from datapipe.splitwork import PhaseEnv, SplitRunner, sha256_of, sink_split, verify_done
+from datapipe.splitwork import PhaseEnv, sha256_of, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
+from datapipe.unique_ids import find_duplicates, parts_for
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +93,21 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
     return True
 
 
+def stop_ray() -> None:
+    """``ray.shutdown()`` of the Ray this process started, without its one slow step:
+    Ray stops its processes one by one, SIGTERM then up to a second's wait each, and
+    its autoscaler monitor (useless on an embedded Ray) always takes the whole second.
+    It is killed first (Ray would SIGKILL it next); the rest stops as Ray does it."""
+    import ray
+
+    node = getattr(ray._private.worker, "_global_node", None)
+    for info in (node.all_processes.get("monitor", []) if node is not None else []):
+        if info.process.poll() is None:
+            info.process.kill()
+            info.process.wait()
+    ray.shutdown()
+
+
 def _cluster_cpus() -> int:
     import ray
 
@@ -102,32 +115,6 @@ def _cluster_cpus() -> int:
 
 
 # -- one phase ---------------------------------------------------------------------
-
-def _run_split_task(batch: pa.Table, env: PhaseEnv) -> pa.Table:
-    return SplitRunner(env)(batch)
-
-
-def _map_splits(env: PhaseEnv, todo: list[SplitRef], ex: ExecutionSpec):
-    """The Ray Data execution of one phase over ``todo``, with the compute the phase's
-    stages declare: tasks, or a pool of actors (``execution.actors_per_stage``, else the
-    stages' ``concurrency``, else as many as the cluster's CPUs allow)."""
-    import ray
-
-    c = env.phase.compute
-    items = [{"ref": pickle.dumps(ref)} for ref in todo]
-    ds = ray.data.from_items(items, override_num_blocks=len(items))
-    common = dict(batch_size=1, batch_format="pyarrow", num_cpus=c.num_cpus, **({"num_gpus": c.num_gpus} if c.num_gpus else {}))
-    # Ray 2.60 takes retry counts only through the deprecated ``ray_remote_args``
-    # (there is no named parameter for them yet); the retries are deliberate
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-        if c.kind == "actor":
-            size = ex.actors_per_stage or c.concurrency or max(1, int(_cluster_cpus() // c.num_cpus))
-            return ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
-                                  compute=ray.data.ActorPoolStrategy(size=min(size, len(todo))),
-                                  max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
-        return ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
-
 
 def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume: bool,
                on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
@@ -142,12 +129,13 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
     reused = len(done)
     todo = [ref for ref in refs if ref.key not in done]
     if todo:
-        for row in _map_splits(env, todo, ex).iter_rows():
-            if row["error"] is not None:
-                raise pickle.loads(row["error"])
-            rec = json.loads(row["record"])
+        from datapipe.dispatch import run_splits
+
+        def got(rec: dict) -> None:
             done[rec["key"]] = rec
             on_done(rec)
+
+        run_splits(env, todo, ex, _cluster_cpus(), got)
     return [done[ref.key] for ref in refs], reused
 
 
@@ -287,11 +275,8 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     ray_log, started_ray = None, False
     try:
         started_ray = ensure_ray(job, verbose=verbose)
-        ray_log = quiet_ray(records / "logs", verbose=verbose)   # Ray's chatter to logs/ray.log
-        import ray
-
-        ctx = ray.data.DataContext.get_current()
-        ctx.max_errored_blocks = 0  # a split that keeps failing fails the job: no data is ever skipped
+        # Ray's chatter to logs/ray.log; Ray Data only for a global stage's decide()
+        ray_log = quiet_ray(records / "logs", verbose=verbose, ray_data=any(ph.after for ph in plan.phases))
         cpus = _cluster_cpus()
         echo("\n".join(describe_plan(plan, cpus)) if verbose else plan_line(plan, cpus))
         with _interruptible():
@@ -299,10 +284,6 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     except KeyboardInterrupt:
         echo(f"interrupted: finished splits are kept in {staging}. Run the same command again to resume "
              "from them (same spec and inputs), or add --force to start clean.")
-        if started_ray:
-            import ray
-
-            ray.shutdown()
         raise
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
         cause = _user_error(e)
@@ -312,6 +293,8 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     finally:
         run.release()     # no-op after a publish; the staging folder stays for a resume
         restore_ray_logging(ray_log)
+        if started_ray:   # now, not at interpreter exit (which first sleeps 0.5 s)
+            stop_ray()
         if records != Path(staging):
             shutil.rmtree(records, ignore_errors=True)
 
@@ -360,8 +343,11 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
     for ph in plan.phases:
         env = PhaseEnv(phase=ph, staging=staging, readers=plan.readers if ph.before is None else {},
                        batch_rows=job.execution.batch_rows, output=job.output_options, decisions=decisions,
-                       input_digest=digest, sink=plan.sink if ph.last else None, storage=storage)
+                       input_digest=digest, sink=plan.sink if ph.last else None, storage=storage,
+                       id_parts=parts_for(sum(f.size for s in job.sources for f in s.files)) if ph.index == 0 else 0)
         recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done)
+        if ph.index == 0:
+            recs = _unique_ids(plan, env, recs)
         res.records.extend(recs)
         res.reused.append(n_reused)
         if ph.after is not None:
@@ -370,6 +356,23 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
             res.global_seconds[ph.after.name] = time.perf_counter() - t0
             digest = _digest(decisions, storage)
     return res
+
+
+def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
+    """Phase 0's records once every id is unique across splits: the splits holding
+    extra copies of an id first read in an earlier split are run again with those
+    copies marked ``read:duplicate_id`` where they enter (:mod:`datapipe.unique_ids`)."""
+    files = [(i, r["key"], r["ids"]) for i, r in enumerate(recs) if r.get("ids")]
+    uri, keys, digest = find_duplicates(files, env.id_parts, env.work("ids", "duplicates.parquet"),
+                                        max_retries=plan.job.execution.max_retries, storage=env.storage)
+    if uri is None:
+        return recs
+    log.info("ids seen in more than one read split: %d split(s) run again with the extra copies rejected", len(keys))
+    redo = [ref for ref in plan.splits if ref.key in set(keys)]
+    again, _ = _run_phase(dataclasses.replace(env, id_drops=uri, input_digest=digest), redo, plan.job.execution,
+                          resume=False, on_done=lambda r: None)
+    by_key = {r["key"]: r for r in again}
+    return [by_key.get(r["key"], r) for r in recs]
 
 
 def _merged_stats(res: _PhaseResults) -> dict[str, dict[str, dict[str, Any]]]:

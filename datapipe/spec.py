@@ -64,10 +64,14 @@ class ExecutionSpec:
     the cluster; read is fused into the actors, so no core is left idle).
     ``max_retries``: times a split's task (or an actor's call) is retried after its
     worker died; ``max_restarts``: times a dead stage actor is restarted. A retried
-    split rewrites its own files, so nothing is counted twice."""
+    split rewrites its own files, so nothing is counted twice. ``split_bytes``: input
+    bytes per read split; default (null): an eighth of the job's input, between 4 MiB and
+    64 MiB (:func:`datapipe.plan.auto_split_bytes`), so a small job still uses every core
+    and a large one gets 64 MiB splits, whatever the cluster (names depend on the inputs
+    only)."""
 
     num_cpus: int | None = None
-    split_bytes: int = 64 << 20
+    split_bytes: int | None = None
     batch_rows: int = 256
     actors_per_stage: int | None = None
     max_doc_bytes: int = 16 << 20
@@ -75,7 +79,7 @@ class ExecutionSpec:
     max_restarts: int = 3
 
     def __post_init__(self) -> None:
-        if self.split_bytes < 1024:
+        if self.split_bytes is not None and self.split_bytes < 1024:
             raise SpecError(f"execution.split_bytes must be >= 1024, got {self.split_bytes}")
         if self.batch_rows < 1:
             raise SpecError(f"execution.batch_rows must be >= 1, got {self.batch_rows}")

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
-from datapipe.errors import DatapipeError, JobError
+from datapipe.errors import JobError
 from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
@@ -68,6 +68,8 @@ class PhaseEnv:
     input_digest: str = ""             # identifies this phase's inputs for resume
     sink: DocumentSink | None = None   # the final phase's document sink (prepared)
     storage: fs.StorageOptions | None = None   # how ``staging`` is reached (picklable, no secrets)
+    id_parts: int = 0                  # phase 0: parts of the id check (datapipe.unique_ids)
+    id_drops: str | None = None        # phase 0: extra copies of ids to mark at read (URI)
 
     def work(self, *parts: str) -> str:
         return _join(self.staging, "work", *parts)
@@ -77,6 +79,9 @@ class PhaseEnv:
 
     def rows_path(self, phase_index: int, ref: SplitRef) -> str:
         return self.work("rows", f"p{phase_index}", ref.source, ref.part + ".parquet")
+
+    def ids_path(self, ref: SplitRef) -> str:
+        return self.work("ids", ref.source, ref.part + ".parquet")
 
     def side_path(self, ref: SplitRef) -> str:
         assert self.phase.after is not None
@@ -100,26 +105,13 @@ class SplitRunner:
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
 
-    def __call__(self, batch: pa.Table) -> pa.Table:
-        """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
-        import pickle
-
-        records, errors = [], []
-        for blob in batch.column("ref").to_pylist():
-            try:
-                records.append(json.dumps(self.run(pickle.loads(blob)), sort_keys=True))
-                errors.append(None)
-            except DatapipeError as e:  # the user's error, not a fault: no retry, and Ray
-                records.append(None)    # would drop its type on the way to the driver
-                errors.append(pickle.dumps(e))
-        return pa.table({"record": pa.array(records, pa.string()), "error": pa.array(errors, pa.binary())})
-
     def run(self, ref: SplitRef) -> dict[str, Any]:
         env = self.env
         stats: ST.SplitStats = {}
         out = _WorkFiles(env, ref, self.glob.name, self.glob.side) if self.glob is not None else _OutputFiles(env, ref)
         t0 = time.perf_counter()
-        for batch in self._input(ref, stats):
+        ids: list[pa.Table] | None = [] if env.phase.before is None and env.id_parts else None
+        for batch in self._input(ref, stats, ids):
             for spec, stage, schema in zip(env.phase.stages, self.stages, env.phase.schemas):
                 rows = batch.num_rows
                 batch, st = stage.process(batch)
@@ -131,14 +123,21 @@ class SplitRunner:
             out.add(batch)
         record = {"key": ref.key, "phase": env.phase.index, "input": env.input_digest,
                   "stats": ST.to_dicts(stats), "seconds": round(time.perf_counter() - t0, 4), **out.close()}
+        if ids is not None:
+            from datapipe.unique_ids import write_ids
+
+            write_ids(env.ids_path(ref), ids, env.storage)
+            record["work"].append(file_info(env.ids_path(ref), env.storage))
+            record["ids"] = env.ids_path(ref)
         _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
         return record
 
     # -- input -------------------------------------------------------------------
-    def _input(self, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
+    def _input(self, ref: SplitRef, stats: ST.SplitStats, ids: list[pa.Table] | None) -> Iterator[pa.Table]:
         env = self.env
         if env.phase.before is None:
-            yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats)
+            drops = _decisions_for(env.id_drops, ref.key, env.storage)
+            yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats, drops, ids, env.id_parts)
             return
         name = env.phase.before.name
         drops = _decisions_for(env.decisions, ref.key, env.storage)
@@ -154,14 +153,24 @@ class SplitRunner:
                            f"which has {offset} rows")
 
 
-def _read(reader: Any, schema: pa.Schema, ref: SplitRef, stats: ST.SplitStats) -> Iterator[pa.Table]:
-    """The split's rows from its reader, with duplicate ids within the split marked
-    ``read:duplicate_id`` (the first copy in read order is kept; its origin is the
-    detail) and the read stats tallied."""
+def _read(reader: Any, schema: pa.Schema, ref: SplitRef, stats: ST.SplitStats, drops, ids: list[pa.Table] | None,
+          id_parts: int) -> Iterator[pa.Table]:
+    """The split's rows from its reader, with duplicate ids marked ``read:duplicate_id``
+    (the first copy is kept; its origin is the detail): within the split as they are
+    read, and the extra copies of ids first seen in earlier splits (``drops``: the
+    rows :mod:`datapipe.unique_ids` decided on). Appends the id check's rows to ``ids``
+    (when not None) and tallies the read stats."""
     seen: dict[str, str] = {}
+    offset = 0
     t0 = time.perf_counter()
     for table in reader.read(ref.split):
         table = _mark_duplicate_ids(S.conform(table, schema), seen)
+        table = _apply_decisions(table, drops, offset, "read")
+        if ids is not None:
+            from datapipe.unique_ids import id_rows
+
+            ids.append(id_rows(table, offset, id_parts))
+        offset += table.num_rows
         st = ST.tally_marks(table, "read", count_raw=True)
         elapsed = time.perf_counter() - t0
         for s in st.values():
