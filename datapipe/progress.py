@@ -12,7 +12,7 @@ Elsewhere (a log, CI, ``ray job submit``) it prints one summary line at most eve
 not by a progress bar redraw per block.
 
 :func:`quiet_ray` is the other half: Ray Data's progress bars and execution banners
-off (when the job uses Ray Data), and the ``ray`` loggers written to ``<staging>/logs/ray.log`` instead of the
+off, and the ``ray`` loggers written to ``<staging>/logs/ray.log`` instead of the
 console (``--verbose`` keeps everything on the console, as Ray prints it).
 :func:`ray_init_kwargs` is what ``ray.init`` needs for the same (workers' output is not
 streamed to the driver; it stays in Ray's session log folder, named in ``ray.log``).
@@ -161,24 +161,21 @@ def ray_init_kwargs(verbose: bool) -> dict[str, Any]:
             "logging_config": ray.LoggingConfig(encoding="TEXT", log_level="INFO" if verbose else "ERROR")}
 
 
-def quiet_ray(log_dir: str | Path, *, verbose: bool, ray_data: bool = True) -> logging.Handler | None:
-    """Send the ``ray`` loggers to ``<log_dir>/ray.log`` and, with ``ray_data`` (a job
-    that runs Ray Data passes: a global stage's ``decide()``), import Ray Data and turn
-    its console output off (progress bars, execution banners, stats dumps) and its
-    ``max_errored_blocks`` to 0, so a block that keeps failing fails the job. A job
-    without Ray Data passes never imports it (about a second of the driver's CPU).
+def quiet_ray(log_dir: str | Path, *, verbose: bool) -> logging.Handler | None:
+    """Send the ``ray`` loggers to ``<log_dir>/ray.log`` and turn Ray Data's console
+    output off (progress bars, execution banners, stats dumps) unless ``verbose``, and
+    its ``max_errored_blocks`` to 0, so a block that keeps failing fails the job.
     Call it after ``ray.init`` (which installs Ray's console handlers). Returns the file
     handler (remove it with :func:`restore_ray_logging` when the run ends); None when
     ``verbose`` (loggers unchanged)."""
-    if ray_data:
-        import ray.data
+    import ray.data
 
-        ctx = ray.data.DataContext.get_current()
-        ctx.max_errored_blocks = 0  # no data is ever silently skipped
-        ctx.enable_progress_bars = verbose
-        ctx.enable_operator_progress_bars = verbose
-        ctx.print_on_execution_start = verbose
-        ctx.enable_auto_log_stats = False
+    ctx = ray.data.DataContext.get_current()
+    ctx.max_errored_blocks = 0  # no data is ever silently skipped
+    ctx.enable_progress_bars = verbose
+    ctx.enable_operator_progress_bars = verbose
+    ctx.print_on_execution_start = verbose
+    ctx.enable_auto_log_stats = False
     if verbose:
         return None
     log_dir = Path(log_dir)

@@ -1,9 +1,9 @@
 """Runs a job: text moves once, stats travel as data, splits resume.
 
 The runner executes a compiled :class:`~datapipe.plan.Plan` and knows no concrete
-stage. The plan's chain is cut at its global stages into phases. A phase is one pass
-over the read splits on Ray core (:mod:`datapipe.dispatch`): one task (or one call of a
-pooled actor, when a stage of the phase declares ``Compute(kind="actor")``) per split
+stage. The plan's chain is cut at its global stages into phases. A phase is one Ray Data
+execution over the read splits' descriptors (``ray.data.from_items``): one task (or one
+call of a pooled actor, when a stage of the phase declares ``Compute(kind="actor")``) per split
 reads or reloads its split, runs the fused batch stages and writes that split's files
 itself (:mod:`datapipe.splitwork`), including a stage's document sink (token shards).
 Nothing shuffles, sorts or materialises text; only small records come back to the
@@ -33,13 +33,17 @@ import hashlib
 import json
 import logging
 import os
+import pickle
 import shutil
 import signal
 import tempfile
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Iterator
+
+import pyarrow as pa
 
 from datapipe import commit, fs
 from datapipe import stats as ST
@@ -47,7 +51,7 @@ from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.plan import split_refs  # noqa: F401 - re-exported: tests and benches count splits with it
 from datapipe.spec import ExecutionSpec, JobSpec
-from datapipe.splitwork import PhaseEnv, sha256_of, sink_split, verify_done
+from datapipe.splitwork import PhaseEnv, SplitRunner, sha256_of, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
@@ -116,6 +120,36 @@ def _cluster_cpus() -> int:
 
 # -- one phase ---------------------------------------------------------------------
 
+def _run_split_task(batch: pa.Table, env: PhaseEnv) -> pa.Table:
+    return SplitRunner(env)(batch)
+
+
+def _map_splits(env: PhaseEnv, todo: list[SplitRef], ex: ExecutionSpec):
+    """The Ray Data execution of one phase over ``todo`` (one block, so one task or one
+    actor call, per split), with the compute the phase's stages declare: tasks, or a pool
+    of actors (``execution.actors_per_stage``, else the stages' ``concurrency``, else as
+    many as the cluster's CPUs allow). Ray Data retries a failed task or actor call and
+    fails the job when one keeps failing (``max_errored_blocks = 0``: no split is ever
+    skipped)."""
+    import ray
+
+    c = env.phase.compute
+    items = [{"ref": pickle.dumps(ref)} for ref in todo]
+    ds = ray.data.from_items(items, override_num_blocks=len(items))
+    common = dict(batch_size=1, batch_format="pyarrow", num_cpus=c.num_cpus,
+                  **({"num_gpus": c.num_gpus} if c.num_gpus else {}))
+    # Ray 2.60 takes retry counts only through the deprecated ``ray_remote_args``
+    # (there is no named parameter for them yet); the retries are deliberate
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+        if c.kind == "actor":
+            size = ex.actors_per_stage or c.concurrency or max(1, int(_cluster_cpus() // c.num_cpus))
+            return ds.map_batches(SplitRunner, fn_constructor_kwargs={"env": env},
+                                  compute=ray.data.ActorPoolStrategy(size=min(size, len(todo))),
+                                  max_restarts=ex.max_restarts, max_task_retries=ex.max_retries, **common)
+        return ds.map_batches(_run_split_task, fn_kwargs={"env": env}, max_retries=ex.max_retries, **common)
+
+
 def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume: bool,
                on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
     """Records of every split for ``env.phase`` (reused or computed), in ``refs`` order,
@@ -129,13 +163,12 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
     reused = len(done)
     todo = [ref for ref in refs if ref.key not in done]
     if todo:
-        from datapipe.dispatch import run_splits
-
-        def got(rec: dict) -> None:
+        for row in _map_splits(env, todo, ex).iter_rows():
+            if row["error"] is not None:   # the user's error (e.g. a corrupt file under on_error: fail)
+                raise pickle.loads(row["error"])
+            rec = json.loads(row["record"])
             done[rec["key"]] = rec
             on_done(rec)
-
-        run_splits(env, todo, ex, _cluster_cpus(), got)
     return [done[ref.key] for ref in refs], reused
 
 
@@ -276,7 +309,7 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     try:
         started_ray = ensure_ray(job, verbose=verbose)
         # Ray's chatter to logs/ray.log; Ray Data only for a global stage's decide()
-        ray_log = quiet_ray(records / "logs", verbose=verbose, ray_data=any(ph.after for ph in plan.phases))
+        ray_log = quiet_ray(records / "logs", verbose=verbose)
         cpus = _cluster_cpus()
         echo("\n".join(describe_plan(plan, cpus)) if verbose else plan_line(plan, cpus))
         with _interruptible():

@@ -43,7 +43,7 @@ import pyarrow.parquet as pq
 from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
-from datapipe.errors import JobError
+from datapipe.errors import DatapipeError, JobError
 from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
@@ -104,6 +104,20 @@ class SplitRunner:
         for stage in self.stages:
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
+        import pickle
+
+        records, errors = [], []
+        for blob in batch.column("ref").to_pylist():
+            try:
+                records.append(json.dumps(self.run(pickle.loads(blob)), sort_keys=True))
+                errors.append(None)
+            except DatapipeError as e:  # the user's error, not a fault: no retry, and Ray
+                records.append(None)    # would drop its type on the way to the driver
+                errors.append(pickle.dumps(e))
+        return pa.table({"record": pa.array(records, pa.string()), "error": pa.array(errors, pa.binary())})
 
     def run(self, ref: SplitRef) -> dict[str, Any]:
         env = self.env

@@ -8,7 +8,7 @@ so dedup never sees an extra copy):
 1. while reading, each split's task writes one row per document alive after read to
    ``work/ids/<source>/part-NNNNN.parquet``: the id's 128-bit xxh3 hash, the row and the
    origin; rows are grouped by ``part = hash % parts`` (one row group per part);
-2. after phase 0, one Ray task per part (the driver itself when there is one part)
+2. after phase 0, one Ray Data task per part (the driver itself when there is one part)
    reads that part of every split's file (row groups filtered by their statistics) and, per hash seen in more than one split,
    keeps the first copy in plan order (source, split, row) and decides to drop the
    others with the first copy's origin as detail;
@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import warnings
 from typing import Sequence
 
 import numpy as np
@@ -106,6 +107,11 @@ def _find(files: Sequence[tuple[int, str, str]], part: int, storage: fs.StorageO
                       [f"first copy at {o}" for o in origins])
 
 
+def _find_parts(batch: pa.Table, files: Sequence[tuple[int, str, str]],
+                storage: fs.StorageOptions | None) -> pa.Table:
+    return pa.concat_tables([_find(files, p, storage) for p in batch.column("part").to_pylist()])
+
+
 def _decisions(splits: list[str], rows: list[int], details: list[str]) -> pa.Table:
     return pa.table({"_split": pa.array(splits, pa.string()), "_row": pa.array(rows, pa.int64()),
                      "reason": pa.array([REASON] * len(rows), pa.string()),
@@ -119,12 +125,15 @@ def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str,
     extra copies and the decisions' digest (for resume)."""
     if parts == 1:   # one part (< PART_ROWS ids): here, without a task's start-up
         found = [t for t in [_find(files, 0, storage)] if t.num_rows]
-    else:
+    else:   # one Ray Data task per part
         import ray
 
-        task = ray.remote(_find).options(num_cpus=1, max_retries=max_retries)
-        files_ref = ray.put(list(files))
-        found = [t for t in ray.get([task.remote(files_ref, p, storage) for p in range(parts)]) if t.num_rows]
+        ds = ray.data.from_items([{"part": p} for p in range(parts)], override_num_blocks=parts)
+        with warnings.catch_warnings():   # retries only through ray_remote_args in Ray 2.60
+            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+            ds = ds.map_batches(_find_parts, fn_kwargs={"files": list(files), "storage": storage}, batch_size=1,
+                                batch_format="pyarrow", num_cpus=1, max_retries=max_retries)
+        found = [t for t in ds.iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
     if not found:
         return None, [], ""
     table = pa.concat_tables(found).sort_by([("_split", "ascending"), ("_row", "ascending")])

@@ -127,11 +127,11 @@ def test_killed_task_actor_and_node_give_identical_outputs(cluster, tmp_path):
     assert any(k.startswith("documents/main/") for k in want)
     temp = cluster["temp"]
     faults = {
-        "task": lambda: _pids("ray::_split_task")[:1],
-        "actor": lambda: _pids("ray::SplitActor")[:1],
+        "task": lambda: _pids("ray::MapBatches(_run_split_task)")[:1],
+        "actor": lambda: _pids("ray::MapWorker(MapBatches(SplitRunner))")[:1],
         # in the task phase, so the lost node's splits can be rescheduled on the head
         "raylet": lambda: _pids(f"{temp}w", "raylet", f"node_manager_port={cluster['node_port']}")
-        if _pids("ray::_split_task") else [],
+        if _pids("ray::MapBatches(_run_split_task)") else [],
     }
     for name, kill in faults.items():
         out = _run(_job(tmp_path / name), cluster, kill)
