@@ -75,3 +75,31 @@ def test_ids_repeated_across_splits_are_read_rejects_before_the_global_stage(ray
 
 def _line(doc_id: str, text: str) -> bytes:
     return (json.dumps({"id": doc_id, "text": text + PAD}) + "\n").encode()
+
+
+def test_check_in_parts_finds_what_one_part_finds(ray_session, tmp_path):
+    """A big job's check runs as one Ray Data task per part; cutting the ids into parts
+    must find exactly the extra copies (and first origins) one part finds."""
+    import pyarrow as pa
+
+    from datapipe import schema as S
+    from datapipe.unique_ids import find_duplicates, id_rows, write_ids
+
+    splits = {"s/00000": ["a", "b", "c", "d"], "s/00001": ["c", "e", "a", "f"], "s/00002": ["f", "g", "a", "h"]}
+    found = {}
+    for parts in (1, 3):
+        files = []
+        for order, (key, ids) in enumerate(splits.items()):
+            batch = pa.table({S.ID: ids, S.ORIGIN: [f"{key}@{i}" for i in range(len(ids))],
+                              S.REJECT_REASON: pa.nulls(len(ids), pa.string())})
+            path = str(tmp_path / f"p{parts}" / f"{order}.parquet")
+            write_ids(path, [id_rows(batch, 0, parts)], None)
+            files.append((order, key, path))
+        uri, keys, _ = find_duplicates(files, parts, str(tmp_path / f"p{parts}" / "dups.parquet"),
+                                       max_retries=1, storage=None)
+        found[parts] = (pq.read_table(uri).to_pylist(), keys)
+    rows, keys = found[1]
+    assert found[3] == found[1] and keys == ["s/00001", "s/00002"]
+    assert [(r["_split"], r["_row"], r["detail"]) for r in rows] == [
+        ("s/00001", 0, "first copy at s/00000@2"), ("s/00001", 2, "first copy at s/00000@0"),
+        ("s/00002", 0, "first copy at s/00001@3"), ("s/00002", 2, "first copy at s/00000@0")]
