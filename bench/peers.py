@@ -23,7 +23,9 @@ its four documented stages. Each engine runs alone, one after the other, each in
 own process; the wall time includes interpreter start-up on both sides.
 
 Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--cpus 2]``
-(``--quick``: sizes 4x smaller, for a smoke run). Needs the ``bench`` extra (datatrove).
+(``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
+of ~4 MB, one per input file here, as datatrove's tasks are). Needs the ``bench`` extra
+(datatrove).
 """
 
 from __future__ import annotations
@@ -174,7 +176,8 @@ BUILDERS = {"heuristic": build_heuristic, "dedup": build_dedup, "warc": build_wa
 
 # -- datapipe -------------------------------------------------------------------------------
 
-def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
+def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: float | None = None) -> str:
+    """The job; ``split_mb`` sets ``execution.split_bytes`` (None: the engine's default)."""
     rules = """
       - gopher_repetition: {}
       - gopher_quality: {}
@@ -196,6 +199,7 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
     name: peers-{workload}
     output: {out}
     on_error: skip
+    {"" if split_mb is None else f"execution: {{split_bytes: {int(split_mb * 1e6)}}}"}
     sources:
       - {src}
     stages:{stages}
@@ -203,12 +207,12 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
     """)
 
 
-def run_datapipe(workload: str, data: Path, work: Path, sh: Path) -> tuple[float, int]:
+def run_datapipe(workload: str, data: Path, work: Path, sh: Path, split_mb: float | None) -> tuple[float, int]:
     """Wall seconds and documents kept."""
     out = work / "datapipe_out"
     shutil.rmtree(out, ignore_errors=True)
     spec = work / "job.yaml"
-    spec.write_text(datapipe_spec(workload, data, out, sh))
+    spec.write_text(datapipe_spec(workload, data, out, sh, split_mb))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "datapipe", "run", str(spec)], cwd=work, env=env,
@@ -298,6 +302,8 @@ def main() -> None:
     ap.add_argument("--workloads", default="heuristic,dedup,warc")
     ap.add_argument("--quick", action="store_true", help="sizes 4x smaller (smoke run)")
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="datatrove workers")
+    ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
+                    "datatrove always gets one task per input file")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.datatrove:
@@ -319,7 +325,7 @@ def main() -> None:
                 (work / "built.json").write_text(json.dumps({"docs": docs}))
             docs = json.loads((work / "built.json").read_text())["docs"]
             load = os.getloadavg()[0]
-            ours, our_kept = run_datapipe(workload, data, work, sh)
+            ours, our_kept = run_datapipe(workload, data, work, sh, args.split_mb)
             theirs, their_kept = run_datatrove(workload, data, work, args.cpus)
             rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_kept": our_kept,
                          "datatrove_s": round(theirs, 2), "datatrove_kept": their_kept,
