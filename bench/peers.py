@@ -12,8 +12,9 @@ dedup      real passages plus edited near-copies (typos, dropped / inserted word
            truncation; ``truth.jsonl`` beside the corpus holds each copy's original and
            true Jaccard) -> MinHash dedup (5-gram words, 128 hashes, threshold-like bands)
 warc       a WARC written here from the shared real HTML pages -> extraction (trafilatura on
-           both sides) -> the four rule sets -> MinHash dedup -> tokenization
-           (GPT-NeoX-20B ``tokenizer.json``) into token shards
+           both sides, the same settings and per-page time limit) -> the four rule sets ->
+           MinHash dedup (14 bands x 8 rows on both sides) -> tokenization with the sample
+           tokenizer (``models/sample/tokenizer/tokenizer.json``) into token shards
 =========  ==============================================================================
 
 datapipe runs as a user runs it, ``python -m datapipe run <spec>`` (embedded Ray, every
@@ -22,7 +23,9 @@ its four documented stages. Each engine runs alone, one after the other, each in
 own process; the wall time includes interpreter start-up on both sides.
 
 Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--cpus 2]``
-(``--quick``: sizes 4x smaller, for a smoke run). Needs the ``bench`` extra (datatrove).
+(``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
+of ~4 MB, one per input file here, as datatrove's tasks are). Needs the ``bench`` extra
+(datatrove).
 """
 
 from __future__ import annotations
@@ -43,6 +46,12 @@ REPO = Path(__file__).resolve().parents[1]
 SIZES = {"heuristic": (3200, 12800), "dedup": (20_000, 80_000), "warc": (825, 3300)}
 COPIES = 9          # dedup: edited copies per original passage (10 documents per group)
 FILES = 8           # input files per corpus, so both engines can split the work
+# warc: the same work on both sides. trafilatura with our extract stage's defaults (precision
+# over recall, tables kept, no in-page dedup, plain text) and one per-page time limit; MinHash
+# with datatrove's default LSH shape (14 bands x 8 rows, 5-gram words); the sample tokenizer.
+EXTRACT_TIMEOUT_S = 5.0
+BANDS, ROWS = 14, 8
+TOKENIZER = REPO / "models/sample/tokenizer/tokenizer.json"
 
 
 def shared_dir() -> Path:
@@ -153,8 +162,11 @@ def build_warc(sh: Path, n: int, folder: Path) -> int:
                 body = pages[i % len(pages)]
                 headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
                                                       ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+                # the payload type Common Crawl writes; without it datatrove sniffs each page with
+                # libmagic and skips those it does not call text/html (~10% of these pages)
                 rec = w.create_warc_record(f"http://site{i % 97}.example/page/{i}", "response",
-                                           payload=BytesIO(body), http_headers=headers)
+                                           payload=BytesIO(body), http_headers=headers,
+                                           warc_headers_dict={"WARC-Identified-Payload-Type": "text/html"})
                 w.write_record(rec)
     return n
 
@@ -164,7 +176,8 @@ BUILDERS = {"heuristic": build_heuristic, "dedup": build_dedup, "warc": build_wa
 
 # -- datapipe -------------------------------------------------------------------------------
 
-def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
+def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: float | None = None) -> str:
+    """The job; ``split_mb`` sets ``execution.split_bytes`` (None: the engine's default)."""
     rules = """
       - gopher_repetition: {}
       - gopher_quality: {}
@@ -178,13 +191,15 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
         stages, shards = "\n      - dedup: {}", ""
     else:
         src = f'{{name: web, format: warc, paths: ["{data}/*.warc.gz"]}}'
-        tok = sh / "tokenizers/gpt-neox-20b.tokenizer.json"
-        stages = "\n      - extract: {}" + rules + f'\n      - dedup: {{}}\n      - tokenize: {{tokenizer: "{tok}"}}'
+        stages = (f"\n      - extract: {{timeout_s: {EXTRACT_TIMEOUT_S}}}" + rules
+                  + f"\n      - dedup: {{num_perm: {BANDS * ROWS}, bands: {BANDS}, rows: {ROWS}}}"
+                  + f'\n      - tokenize: {{tokenizer: "{TOKENIZER}"}}')
         shards = "shards: {shard_tokens: 1048576, seed: 1}"
     return textwrap.dedent(f"""\
     name: peers-{workload}
     output: {out}
     on_error: skip
+    {"" if split_mb is None else f"execution: {{split_bytes: {int(split_mb * 1e6)}}}"}
     sources:
       - {src}
     stages:{stages}
@@ -192,11 +207,12 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path) -> str:
     """)
 
 
-def run_datapipe(workload: str, data: Path, work: Path, sh: Path) -> float:
+def run_datapipe(workload: str, data: Path, work: Path, sh: Path, split_mb: float | None) -> tuple[float, int]:
+    """Wall seconds and documents kept."""
     out = work / "datapipe_out"
     shutil.rmtree(out, ignore_errors=True)
     spec = work / "job.yaml"
-    spec.write_text(datapipe_spec(workload, data, out, sh))
+    spec.write_text(datapipe_spec(workload, data, out, sh, split_mb))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
     t0 = time.perf_counter()
     p = subprocess.run([sys.executable, "-m", "datapipe", "run", str(spec)], cwd=work, env=env,
@@ -204,7 +220,7 @@ def run_datapipe(workload: str, data: Path, work: Path, sh: Path) -> float:
     secs = time.perf_counter() - t0
     if p.returncode:
         raise SystemExit(f"datapipe failed on {workload}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return secs
+    return secs, json.loads((out / "report.json").read_text())["totals"]["documents"]
 
 
 # -- datatrove (runs in a child process: ``peers.py --datatrove WORKLOAD DATA WORK``) -----------
@@ -233,7 +249,8 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
     def minhash(reader, final) -> None:
         # sha1 shingle hashes: datatrove's default xxhash path hashes str, which the xxhash 4
         # installed here refuses ("Strings must be encoded before hashing")
-        cfg = MinhashConfig(hash_config=HashConfig(precision=64, hash_fc="sha1"))
+        cfg = MinhashConfig(num_buckets=BANDS, hashes_per_bucket=ROWS,
+                            hash_config=HashConfig(precision=64, hash_fc="sha1"))
         run([reader(), MinhashDedupSignature(output_folder=str(w / "sigs"), config=cfg)], FILES, "sigs")
         run([MinhashDedupBuckets(input_folder=str(w / "sigs"), output_folder=str(w / "buckets"), config=cfg)],
             cfg.num_buckets, "buckets")
@@ -246,14 +263,18 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
     elif workload == "dedup":
         minhash(lambda: JsonlReader(data), JsonlWriter(str(w / "out")))
     else:
-        run([WarcReader(data, glob_pattern="*.warc.gz"), Trafilatura(timeout=60), *rules(), JsonlWriter(str(w / "text"))],
+        extractor = Trafilatura(favour_precision=True, deduplicate=False, timeout=EXTRACT_TIMEOUT_S,
+                                favor_recall=False, include_tables=True, include_formatting=False,
+                                include_links=False, include_images=False, fast=False, output_format="txt",
+                                with_metadata=False)
+        run([WarcReader(data, glob_pattern="*.warc.gz"), extractor, *rules(), JsonlWriter(str(w / "text"))],
             FILES, "extract")
-        tok = str(shared_dir() / "tokenizers/gpt-neox-20b.tokenizer.json")
-        minhash(lambda: JsonlReader(str(w / "text")), DocumentTokenizer(str(w / "tokens"), tokenizer_name_or_path=tok,
-                                                                       eos_token="<|endoftext|>"))
+        minhash(lambda: JsonlReader(str(w / "text")),
+                DocumentTokenizer(str(w / "tokens"), tokenizer_name_or_path=str(TOKENIZER), eos_token="<|endoftext|>"))
 
 
-def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> float:
+def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> tuple[float, int]:
+    """Wall seconds and documents kept."""
     out = work / "datatrove_out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
@@ -263,7 +284,14 @@ def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> float:
     secs = time.perf_counter() - t0
     if p.returncode:
         raise SystemExit(f"datatrove failed on {workload}:\n{p.stderr[-3000:]}")
-    return secs
+    return secs, datatrove_kept(out / "logs" / ("heuristic" if workload == "heuristic" else "filter"))
+
+
+def datatrove_kept(logs: Path) -> int:
+    """Documents that left the last pipeline step that counts them (a writer's total, or
+    the dedup filter's forwarded when the tokenizer is last)."""
+    steps = [st["stats"] for st in json.loads((logs / "stats.json").read_text()) if "total" in st["stats"]]
+    return steps[-1].get("forwarded", steps[-1]["total"])
 
 
 # -- main -----------------------------------------------------------------------------------
@@ -274,6 +302,8 @@ def main() -> None:
     ap.add_argument("--workloads", default="heuristic,dedup,warc")
     ap.add_argument("--quick", action="store_true", help="sizes 4x smaller (smoke run)")
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="datatrove workers")
+    ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
+                    "datatrove always gets one task per input file")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.datatrove:
@@ -282,8 +312,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     sh = shared_dir()
     rows = []
-    print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'docs/s':>8} {'datatrove s':>11} {'docs/s':>8} "
-          f"{'ratio':>6}", flush=True)
+    print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'docs/s':>8} {'kept':>6} {'datatrove s':>11} "
+          f"{'docs/s':>8} {'kept':>6} {'ratio':>6}", flush=True)
     for workload in args.workloads.split(","):
         for n in SIZES[workload]:
             n = n // 4 if args.quick else n
@@ -294,14 +324,19 @@ def main() -> None:
                 docs = BUILDERS[workload](sh, n, data)
                 (work / "built.json").write_text(json.dumps({"docs": docs}))
             docs = json.loads((work / "built.json").read_text())["docs"]
-            ours = run_datapipe(workload, data, work, sh)
-            theirs = run_datatrove(workload, data, work, args.cpus)
-            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2),
-                         "datatrove_s": round(theirs, 2), "ratio": round(theirs / ours, 2)})
-            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {docs / ours:>8.0f} {theirs:>11.1f} {docs / theirs:>8.0f} "
-                  f"{theirs / ours:>5.2f}x", flush=True)
+            load = os.getloadavg()[0]
+            ours, our_kept = run_datapipe(workload, data, work, sh, args.split_mb)
+            theirs, their_kept = run_datatrove(workload, data, work, args.cpus)
+            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_kept": our_kept,
+                         "datatrove_s": round(theirs, 2), "datatrove_kept": their_kept,
+                         "ratio": round(theirs / ours, 2), "load_before": load, "load_after": os.getloadavg()[0]})
+            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {docs / ours:>8.0f} {our_kept:>6} {theirs:>11.1f} "
+                  f"{docs / theirs:>8.0f} {their_kept:>6} {theirs / ours:>5.2f}x   "
+                  f"(load {load:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
     (Path(args.work) / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
-    print("ratio = datatrove wall / datapipe wall (> 1: datapipe faster); both measured in this run")
+    print("ratio = datatrove wall / datapipe wall (> 1: datapipe faster); both measured in this run; kept: "
+          "documents each engine let through (the rule sets are each engine's own implementations); "
+          "load: 1-minute load average before -> after the pair")
 
 
 if __name__ == "__main__":
