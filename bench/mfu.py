@@ -17,7 +17,6 @@ steps (allocation, autotuning) are left out of the averages.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
 import sys
 import tempfile
@@ -32,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from bench.loader import synth_source  # noqa: E402
 from trainer_bridge.loader import LoaderConfig, MixLoader  # noqa: E402
-from trainer_bridge.mix import MixSource, MixSpec, resolve_mix  # noqa: E402
+from trainer_bridge.mix import resolve_mix  # noqa: E402
 from trainer_bridge.model import ModelConfig  # noqa: E402
 from trainer_bridge.train import TrainConfig, train  # noqa: E402
 

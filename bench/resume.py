@@ -103,7 +103,7 @@ def main() -> None:
     ap.add_argument("--kill-at", type=float, default=0.7)
     args = ap.parse_args()
     sys.path.insert(0, str(REPO))
-    from datapipe.runner import split_refs
+    from datapipe.plan import split_refs
     from datapipe.spec import load_job
 
     shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))

@@ -49,7 +49,6 @@ from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
-from datapipe.plan import split_refs  # noqa: F401 - re-exported: tests and benches count splits with it
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, sha256_of, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext

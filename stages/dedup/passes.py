@@ -5,7 +5,6 @@ the orchestration that chains them lives in :mod:`stages.dedup.stage`."""
 from __future__ import annotations
 
 import logging
-import os
 from typing import Any
 
 import numpy as np

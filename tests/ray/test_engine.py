@@ -16,7 +16,8 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from datapipe.runner import run_job, split_refs
+from datapipe.plan import split_refs
+from datapipe.runner import run_job
 from datapipe.shards import verify_shards
 from datapipe.spec import load_job
 

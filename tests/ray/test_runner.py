@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import shutil
 import textwrap
 from pathlib import Path
 
@@ -49,8 +48,7 @@ def _corpus(tmp_path: Path, shared_dir: Path) -> Path:
     (data / "bad" / "corrupt.jsonl.zst").write_bytes(good[:12] + b"\x00garbage" * 20)
     (data / "bad" / "empty.jsonl").write_bytes(b"")
     spec = tmp_path / "job.yaml"
-    warc = shared_dir / "corpora" / "web" / "broken"
-    spec.write_text(textwrap.dedent(f"""
+    spec.write_text(textwrap.dedent("""
         name: runner-test
         output: out
         on_error: skip

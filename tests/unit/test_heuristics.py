@@ -258,7 +258,6 @@ def test_gopher_duplicate_ngram_char_fraction(n, limit, wlen):
 
 
 def test_gopher_overlapping_repeats_count_once():
-    st = gr_only(dup_ngram_char_frac={5: 0.15})
     # "a b c d e f" twice: the repeated 5-grams at the second copy overlap; its 6 words
     # count once (6 characters), not 2 x 5
     text = "a b c d e f " + filler(25) + " a b c d e f"
