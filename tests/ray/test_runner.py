@@ -48,7 +48,7 @@ def _corpus(tmp_path: Path, shared_dir: Path) -> Path:
     (data / "bad" / "corrupt.jsonl.zst").write_bytes(good[:12] + b"\x00garbage" * 20)
     (data / "bad" / "empty.jsonl").write_bytes(b"")
     spec = tmp_path / "job.yaml"
-    spec.write_text(textwrap.dedent("""
+    spec.write_text(textwrap.dedent(f"""
         name: runner-test
         output: out
         on_error: skip
