@@ -99,7 +99,7 @@ def main() -> None:
     base = rows[0]["step_s"]
     print(f"model {rows[0]['params'] / 1e6:.1f} M params, checkpoint {rows[1]['ckpt_mib']:.0f} MiB "
           f"(model + AdamW state), {args.steps} steps, a save every {args.every}, device {args.device}")
-    print(f"| mode | step waits per save (s) | max (s) | final wait (s) | mean step (s) | vs no checkpoint | total (s) |")
+    print("| mode | step waits per save (s) | max (s) | final wait (s) | mean step (s) | vs no checkpoint | total (s) |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         print(f"| {r['mode']} | {r['blocked_per_save']:.3f} | {r['blocked_max']:.3f} | {r['final_wait']:.3f} | "

@@ -39,7 +39,7 @@ import os  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
 
-from datapipe import fasttext_compat  # noqa: E402
+from stages import _fasttext as fasttext_compat  # noqa: E402
 from datapipe.schema import make_batch  # noqa: E402
 from stages import _reference as R  # noqa: E402
 from stages.c4 import C4, C4Config, load_bad_words  # noqa: E402

@@ -50,7 +50,7 @@ from collections import Counter  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
-from datapipe import fasttext_compat  # noqa: E402
+from stages import _fasttext as fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
 from stages import _datatrove as DT  # noqa: E402
 from stages import _lang as L  # noqa: E402

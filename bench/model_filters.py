@@ -31,12 +31,12 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from datapipe import fasttext_compat  # noqa: E402
+from stages import _fasttext as fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
 from stages import _corpus as corpus  # noqa: E402
 from stages._card import read_card  # noqa: E402
 from stages.perplexity.score import load_kenlm  # noqa: E402
-from datapipe.textnorm import TextNorm  # noqa: E402
+from stages._textnorm import TextNorm  # noqa: E402
 
 
 def shared_dir() -> Path:
@@ -154,8 +154,8 @@ def main(argv: list[str] | None = None) -> int:
     n = len(texts)
     print(f"\n{n} documents, {nbytes / 1e6:.1f} MB, batches of {args.batch_rows} rows; "
           f"docs/s per core (best of {args.repeats})\n")
-    print(f"| stage      | stage.process | plain loop (baseline) | stage / loop | model only |")
-    print(f"|------------|--------------:|----------------------:|-------------:|-----------:|")
+    print("| stage      | stage.process | plain loop (baseline) | stage / loop | model only |")
+    print("|------------|--------------:|----------------------:|-------------:|-----------:|")
     for stage in ("quality", "perplexity"):
         s, loop, only = (n / best[f"{stage}: {k}"] for k in ("stage", "loop", "model only"))
         print(f"| {stage:<10} | {s:13,.0f} | {loop:21,.0f} | {s / loop:11.2f}x | {only:10,.0f} |")

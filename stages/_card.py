@@ -5,7 +5,7 @@ a card records.
 A card says what the model was trained on (inputs, sizes), how (parameters), how good
 it is (held-out metrics), and - the part inference depends on - the text
 normalisation used, so that a stage scoring documents rebuilds the same
-:class:`~datapipe.textnorm.TextNorm`. ``models/quality.bin`` has its card at
+:class:`~stages._textnorm.TextNorm`. ``models/quality.bin`` has its card at
 ``models/quality.card.json``; ``models/en.arpa`` at ``models/en.card.json``.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 from datapipe import fs
 from datapipe.errors import SpecError
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 
 _MODEL_EXTS = (".bin", ".ftz", ".arpa", ".binary", ".klm", ".gz")
 

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 
 from datapipe import fs
-from datapipe import fasttext_compat
+from stages import _fasttext as fasttext_compat
 from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, StageConfig
 from stages import _text as T

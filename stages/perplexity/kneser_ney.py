@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe.errors import SpecError
-from datapipe.textnorm import RESERVED_TOKENS
+from stages._textnorm import RESERVED_TOKENS
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import numpy as np
 
 from datapipe import fs
 from datapipe.errors import SpecError
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 
 
 def load_kenlm(path: str | os.PathLike):

@@ -37,7 +37,7 @@ from stages._card import read_card
 from stages.perplexity.score import load_kenlm, perplexities
 from stages.perplexity.train import read_cutoffs
 from datapipe.stage import Compute, FilterStage, StageConfig
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """``datapipe lm train`` and ``datapipe lm cutoffs``: the functions behind the CLI.
 
-``train_lm`` reads reference text, normalises it (:class:`~datapipe.textnorm.TextNorm`),
+``train_lm`` reads reference text, normalises it (:class:`~stages._textnorm.TextNorm`),
 estimates an interpolated modified Kneser-Ney model (:mod:`stages.perplexity.kneser_ney`),
 writes ARPA (+ KenLM binary when ``build_binary`` exists), checks that KenLM loads it,
 scores a held-out slice and writes the model card.
@@ -25,7 +25,7 @@ import xxhash
 
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 from stages import _corpus as corpus
 from stages._card import read_card, write_card
 from stages.perplexity import arpa
@@ -203,7 +203,7 @@ def compute_cutoffs(
 
 def _language_identifier(path: str):
     """``text -> language`` with a fastText language-ID model (``lid.176``)."""
-    from datapipe import fasttext_compat
+    from stages import _fasttext as fasttext_compat
 
     if not os.path.isfile(path):
         raise SpecError(f"lm cutoffs: --langid {path!r} is not a file; give a fastText language-ID model "

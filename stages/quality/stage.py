@@ -42,13 +42,13 @@ import pyarrow as pa
 import xxhash
 
 from datapipe import fs
-from datapipe import fasttext_compat
+from stages import _fasttext as fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from stages._card import read_card
 from stages.quality.train import POSITIVE, QUANTILE_POINTS, positive_scores
 from datapipe.stage import Compute, FilterStage, StageConfig
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 
 log = logging.getLogger(__name__)
 

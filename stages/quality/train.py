@@ -13,8 +13,8 @@ split (``--search``) and labelled evaluation files kept out (``--exclude``).
 
 How examples are made (deterministic: same inputs + seed, same model and card)
 
-* every input document is normalised with :class:`~datapipe.textnorm.TextNorm`
-  (:meth:`~datapipe.textnorm.TextNorm.one_line`, exactly what the stage does) and cut
+* every input document is normalised with :class:`~stages._textnorm.TextNorm`
+  (:meth:`~stages._textnorm.TextNorm.one_line`, exactly what the stage does) and cut
   into chunks of ``chunk_words`` words (shorter than ``min_words``: dropped), so a
   whole book is many examples and a tweet-sized page one;
 * each input spec (``--positive wiki/*.parquet books/*.txt`` is two) is a source;
@@ -52,10 +52,10 @@ from typing import Any, Iterable, Sequence
 import numpy as np
 import xxhash
 
-from datapipe import fasttext_compat
+from stages import _fasttext as fasttext_compat
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 from stages._card import add_textnorm_args, read_card, textnorm_from_args, write_card
 from stages.quality import inputs
 

@@ -48,26 +48,26 @@ def _corpus(tmp_path: Path, shared_dir: Path) -> Path:
     (data / "bad" / "corrupt.jsonl.zst").write_bytes(good[:12] + b"\x00garbage" * 20)
     (data / "bad" / "empty.jsonl").write_bytes(b"")
     spec = tmp_path / "job.yaml"
-    spec.write_text(textwrap.dedent(f"""
+    spec.write_text(textwrap.dedent("""
         name: runner-test
         output: out
         on_error: skip
-        execution: {{batch_rows: 8, split_bytes: 1024}}
+        execution: {batch_rows: 8, split_bytes: 1024}
         sources:
           - name: good
             format: jsonl
             paths: [data/good/*]
-            options: {{id_key: id, url_key: url}}
+            options: {id_key: id, url_key: url}
           - name: bad
             format: jsonl
             paths: [data/bad/*]
-            options: {{id_key: id}}
+            options: {id_key: id}
           - name: code
             format: text
-            paths: ["{{stdlib}}/json/*.py"]
+            paths: ["{stdlib}/json/*.py"]
         stages:
-          - normalize: {{}}
-          - length: {{min_chars: 10}}
+          - normalize: {}
+          - length: {min_chars: 10}
     """))
     return spec
 

@@ -153,7 +153,7 @@ def test_sample_job_keeps_its_german_and_french_pages(repo_dir, shared_dir):
     """The sample corpus's German and French documents (identified by lid.176, as the job's
     langid stage does) go through the job's heuristic stages with the job's settings;
     judged by English rules (the old behaviour) most were dropped."""
-    from datapipe import fasttext_compat
+    from stages import _fasttext as fasttext_compat
     from stages import _corpus as corpus
     from stages.c4 import C4Config
 

@@ -13,7 +13,7 @@ import pytest
 
 from stages.perplexity.arpa import write_arpa
 from stages.perplexity.kneser_ney import FALLBACK_DISCOUNTS, check_normalisation, estimate
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 
 
 # -- the reference: dictionaries of tuples, no vectorisation ------------------------------

@@ -21,7 +21,7 @@ from stages import _corpus as corpus
 from stages._card import read_card
 from stages.perplexity.score import perplexities
 from stages.perplexity.train import compute_cutoffs, read_cutoffs, train_lm
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 from stages.langid import packaged_model_path
 from stages.perplexity import PerplexityConfig, PerplexityFilter
 

@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from datapipe import fasttext_compat
+from stages import _fasttext as fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from stages import _corpus as corpus
@@ -25,7 +25,7 @@ from stages.quality.train import (
     roc_auc,
     train_quality,
 )
-from datapipe.textnorm import TextNorm
+from stages._textnorm import TextNorm
 from stages.quality import QualityConfig, QualityFilter, calibrated_threshold
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from datapipe.errors import SpecError
-from datapipe.textnorm import RESERVED_TOKENS, TextNorm
+from stages._textnorm import RESERVED_TOKENS, TextNorm
 
 
 def test_default_normalisation():
