@@ -460,6 +460,17 @@ def glob(pattern: str, storage: StorageOptions | None = None) -> list[str]:
     return out
 
 
+def expand(pattern: str, storage: StorageOptions | None = None) -> list[str]:
+    """The files one input names, sorted: a glob's matches (``**`` = any depth), every
+    file below a folder, or the file itself; ``[]`` when it names nothing. How a job's
+    ``paths`` and the model trainers' inputs are both expanded."""
+    if has_magic(pattern):
+        return glob(pattern, storage)
+    if is_dir(pattern, storage):
+        return list_files(pattern, storage)
+    return [pattern] if is_file(pattern, storage) else []
+
+
 def real_key(uri: str) -> str:
     """A key naming the file itself (the real path locally), for de-duplication."""
     return os.path.realpath(local_path(uri)) if is_local(uri) else uri

@@ -50,7 +50,7 @@ from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
-from datapipe.splitwork import PhaseEnv, SplitRunner, sha256_of, sink_split, verify_done
+from datapipe.splitwork import PhaseEnv, SplitRunner, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
@@ -191,7 +191,7 @@ def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
     files = [uri] if fs.is_file(uri, storage) else [f for f in fs.list_files(uri, storage) if f.endswith(".parquet")]
     h = hashlib.sha256()
     for f in files:
-        h.update(sha256_of(f, storage).encode())
+        h.update(fs.sha256(f, storage).encode())
     return h.hexdigest()
 
 
@@ -395,12 +395,14 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     extra copies of an id first read in an earlier split are run again with those
     copies marked ``read:duplicate_id`` where they enter (:mod:`datapipe.unique_ids`)."""
     files = [(i, r["key"], r["ids"]) for i, r in enumerate(recs) if r.get("ids")]
-    uri, keys, digest = find_duplicates(files, env.id_parts, env.work("ids", "duplicates.parquet"),
-                                        max_retries=plan.job.execution.max_retries, storage=env.storage)
+    uri, keys = find_duplicates(files, env.id_parts, env.work("ids", "duplicates.parquet"),
+                                max_retries=plan.job.execution.max_retries, storage=env.storage)
     if uri is None:
         return recs
+    digest = _digest(uri, env.storage)
     log.info("ids seen in more than one read split: %d split(s) run again with the extra copies rejected", len(keys))
-    redo = [ref for ref in plan.splits if ref.key in set(keys)]
+    wanted = set(keys)
+    redo = [ref for ref in plan.splits if ref.key in wanted]
     again, _ = _run_phase(dataclasses.replace(env, id_drops=uri, input_digest=digest), redo, plan.job.execution,
                           resume=False, on_done=lambda r: None)
     by_key = {r["key"]: r for r in again}

@@ -275,22 +275,16 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str,
         fs.check_scheme(pat, where=f"{where}: paths")
         full = fs.absolute(pat, str(base))
         try:
-            if fs.has_magic(full):
-                matches = fs.glob(full, storage)
-                if not matches:
-                    raise SpecError(f"{where}: path pattern {pat!r} matches no files (looked for {full})")
-                root = fs.glob_root(full)
-            elif fs.is_dir(full, storage):
-                matches = fs.list_files(full, storage)
-                if not matches:
-                    raise SpecError(f"{where}: folder {full} is empty")
-                root = full
-            elif fs.is_file(full, storage):
-                matches, root = [full], fs.parent(full)
-            else:
-                raise SpecError(f"{where}: input file not found: {full}")
+            matches = fs.expand(full, storage)
+            root = (fs.glob_root(full) if fs.has_magic(full) else
+                    full if fs.is_dir(full, storage) else fs.parent(full))
         except OSError as exc:
             raise SpecError(f"{where}: cannot list {full}: {exc}") from None
+        if not matches:
+            if fs.has_magic(full):
+                raise SpecError(f"{where}: path pattern {pat!r} matches no files (looked for {full})")
+            raise SpecError(f"{where}: folder {full} is empty" if root == full else
+                            f"{where}: input file not found: {full}")
         roots.append(root)
         for m in matches:
             seen.setdefault(fs.real_key(m), m)

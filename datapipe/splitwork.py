@@ -143,7 +143,7 @@ class SplitRunner:
             write_ids(env.ids_path(ref), ids, env.storage)
             record["work"].append(file_info(env.ids_path(ref), env.storage))
             record["ids"] = env.ids_path(ref)
-        _write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
+        fs.write_bytes(env.done_path(ref), (json.dumps(record, sort_keys=True) + "\n").encode(), env.storage)
         return record
 
     # -- input -------------------------------------------------------------------
@@ -451,22 +451,10 @@ def _open_output(path: str, storage: fs.StorageOptions | None):
     return fsys.open_output_stream(p, compression=None)
 
 
-def _write_bytes(path: str, data: bytes, storage: fs.StorageOptions | None = None) -> None:
-    fs.write_bytes(path, data, storage)
-
-
-def _read_bytes(path: str, storage: fs.StorageOptions | None = None) -> bytes:
-    return fs.read_bytes(path, storage)
-
-
-def sha256_of(path: str, storage: fs.StorageOptions | None = None) -> str:
-    return fs.sha256(path, storage)
-
-
 def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:
     """The done-record at ``record_path`` when it and every file it lists are intact."""
     try:
-        record = json.loads(_read_bytes(record_path, storage))
+        record = json.loads(fs.read_bytes(record_path, storage))
     except (OSError, ValueError):
         return None
     listed = list(record.get("work", [])) + [dict(f, path=_join(staging, f["path"])) for f in record.get("files", [])]
@@ -476,7 +464,7 @@ def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | Non
             return None
     for f in listed:
         try:
-            if fs.stat(f["path"], storage).size != f["file_bytes"] or sha256_of(f["path"], storage) != f["sha256"]:
+            if fs.stat(f["path"], storage).size != f["file_bytes"] or fs.sha256(f["path"], storage) != f["sha256"]:
                 return None
         except OSError:
             return None

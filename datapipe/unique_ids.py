@@ -25,7 +25,6 @@ reading the compact files once; re-runs only for splits that hold extra copies.
 
 from __future__ import annotations
 
-import hashlib
 import math
 import warnings
 from typing import Sequence
@@ -119,10 +118,10 @@ def _decisions(splits: list[str], rows: list[int], details: list[str]) -> pa.Tab
 
 
 def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str, *, max_retries: int,
-                    storage: fs.StorageOptions | None) -> tuple[str | None, list[str], str]:
+                    storage: fs.StorageOptions | None) -> tuple[str | None, list[str]]:
     """Run the check's part tasks over the splits' id files. Returns the decisions file
-    written at ``out`` (None: no extra copy anywhere), the keys of the splits holding
-    extra copies and the decisions' digest (for resume)."""
+    written at ``out`` (None: no extra copy anywhere) and the keys of the splits holding
+    extra copies."""
     if parts == 1:   # one part (< PART_ROWS ids): here, without a task's start-up
         found = [t for t in [_find(files, 0, storage)] if t.num_rows]
     else:   # one Ray Data task per part
@@ -135,12 +134,10 @@ def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str,
                                 batch_format="pyarrow", num_cpus=1, max_retries=max_retries)
         found = [t for t in ds.iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
     if not found:
-        return None, [], ""
+        return None, []
     table = pa.concat_tables(found).sort_by([("_split", "ascending"), ("_row", "ascending")])
     fs.makedirs(fs.parent(out), storage)
     fsys, path = fs.resolve(out, storage)
     pq.write_table(table, path, filesystem=fsys)
-    keys = sorted(set(table.column("_split").to_pylist()))
-    digest = hashlib.sha256(b"".join(str(v).encode() + b"\0" for col in table.columns for v in col.to_pylist()))
-    return out, keys, "ids:" + digest.hexdigest()
+    return out, sorted(set(table.column("_split").to_pylist()))
 

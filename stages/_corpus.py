@@ -19,7 +19,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Sequence
 
 from datapipe.readers import Document, ReadStats, iter_documents
-from datapipe.readers.iterate import file_summary as _file_summary
+from datapipe.readers.iterate import file_summary
 from stages.extract import Extract
 
 __all__ = ["Document", "ReadStats", "file_summary", "iter_docs"]
@@ -31,8 +31,3 @@ def iter_docs(specs: Sequence[str], *, text_key: str = "text", exclude: Sequence
     sorted, records in file order), HTML and WARC pages extracted by the extract stage.
     ``kw``: more :func:`~datapipe.readers.iter_documents` options."""
     return iter_documents(specs, text_key=text_key, exclude=exclude, stats=stats, stages=(Extract(),), **kw)
-
-
-def file_summary(specs: Sequence[str], exclude: Sequence[str] = ()) -> list[dict]:
-    """What a model card records about its inputs: path, format, bytes."""
-    return _file_summary(specs, exclude=exclude)

@@ -137,11 +137,7 @@ def match_files(pattern: str, storage: fs.StorageOptions | None = None) -> list[
     if fs.is_local(pattern):
         pattern = os.path.expanduser(pattern)
     try:
-        if fs.has_magic(pattern):
-            return fs.glob(pattern, storage)
-        if fs.is_dir(pattern, storage):
-            return sorted(fs.list_files(pattern, storage))
-        return [pattern] if fs.is_file(pattern, storage) else []
+        return fs.expand(pattern, storage)
     except OSError as exc:
         raise SpecError(f"input {pattern!r}: cannot list it: {exc}") from None
 

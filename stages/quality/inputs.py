@@ -95,4 +95,4 @@ def iter_docs(spec: str, *, text_key: str = "text", exclude: Sequence[str] = (),
 
 def file_summary(spec: str, exclude: Sequence[str] = ()) -> list[dict]:
     """What a model card records about one input: path, format, bytes."""
-    return corpus.file_summary([spec.removeprefix(BOILERPLATE)], exclude)
+    return corpus.file_summary([spec.removeprefix(BOILERPLATE)], exclude=exclude)

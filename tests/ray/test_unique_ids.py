@@ -96,7 +96,7 @@ def test_check_in_parts_finds_what_one_part_finds(ray_session, tmp_path):
             path = str(tmp_path / f"p{parts}" / f"{order}.parquet")
             write_ids(path, [id_rows(batch, 0, parts)], None)
             files.append((order, key, path))
-        uri, keys, _ = find_duplicates(files, parts, str(tmp_path / f"p{parts}" / "dups.parquet"),
+        uri, keys = find_duplicates(files, parts, str(tmp_path / f"p{parts}" / "dups.parquet"),
                                        max_retries=1, storage=None)
         found[parts] = (pq.read_table(uri).to_pylist(), keys)
     rows, keys = found[1]
