@@ -21,6 +21,7 @@ in :mod:`stages._reference`:
 from __future__ import annotations
 
 import re
+import functools
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
@@ -251,8 +252,9 @@ SPACE, ALNUM, ALPHA, CHAR_SEG = 1, 2, 4, 8
 
 class CharTable:
     """Character classes (``str.isspace``/``isalnum``/``isalpha``) and simple lower-case
-    mapping for code points, as lookup tables. Built once per stage instance (~40 ms);
-    code points beyond the BMP are classified on the fly (they are rare)."""
+    mapping for code points, as lookup tables (~40-80 ms to build: get the process's one
+    with :func:`char_table`); code points beyond the BMP are classified on the fly (they
+    are rare)."""
 
     def __init__(self) -> None:
         cls = np.zeros(0x10000, dtype=np.uint8)
@@ -283,6 +285,12 @@ class CharTable:
         if astral.any():
             out[astral] = [ord(chr(int(c)).lower()[0]) for c in cp[astral]]
         return out
+
+
+@functools.cache
+def char_table() -> CharTable:
+    """The process's :class:`CharTable`, built on first use (read-only once built)."""
+    return CharTable()
 
 
 def _classify(ch: str) -> int:

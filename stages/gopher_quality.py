@@ -108,7 +108,7 @@ class GopherQuality(FilterStage):
     _stop_hashes: dict[str, np.ndarray]
 
     def setup(self) -> None:
-        self._chars = T.CharTable()
+        self._chars = T.char_table()
         self._stop_hashes = {}
 
     def _dt_words(self) -> DT.Words:

@@ -97,7 +97,7 @@ class GopherRepetition(FilterStage):
     _chars: T.CharTable | None = None          # set in setup()
 
     def setup(self) -> None:
-        self._chars = T.CharTable()
+        self._chars = T.char_table()
 
     def keep(self, batch: pa.Table):
         cfg: GopherRepetitionConfig = self.config
