@@ -260,7 +260,7 @@ class _WorkFiles:
         self.offset = 0
 
     def add(self, batch: pa.Table) -> None:
-        self.rows.add(batch)
+        self.rows.add(_without_spent_raw(batch))
         alive = np.flatnonzero(S.alive_mask(batch).to_numpy(zero_copy_only=False))
         if len(alive):
             live = batch.take(pa.array(alive))
@@ -276,6 +276,22 @@ class _WorkFiles:
         work = [f for f in (self.rows.close(), self.side.close()) if f is not None]
         side = next((f["path"] for f in work if f["path"] == self.env.side_path(self.ref)), None)
         return {"work": work, "side": side, "files": [], "sink": None}
+
+
+def _without_spent_raw(batch: pa.Table) -> pa.Table:
+    """``batch`` with the raw markup nulled where nothing after a global stage can read
+    it: rows already rejected, and rows whose text has been produced (a page's HTML is
+    ~5x its text; carried into the work file it would be written and read back once
+    more). Rows still alive without text keep theirs. Outputs never hold raw, so the
+    result is the same; only the work file shrinks."""
+    if S.RAW not in batch.column_names or batch.num_rows == 0:
+        return batch
+    raw = batch.column(S.RAW)
+    spent = pc.or_(pc.invert(S.alive_mask(batch)), pc.is_valid(batch.column(S.TEXT)))
+    if not pc.any(pc.and_(spent, pc.is_valid(raw))).as_py():
+        return batch
+    kept = pc.if_else(spent, pa.nulls(batch.num_rows, raw.type), raw)
+    return batch.set_column(batch.column_names.index(S.RAW), S.RAW, kept)
 
 
 class _OutputFiles:

@@ -39,3 +39,18 @@ def test_jsonl_zstd_is_dolma_style(tmp_path):
     lines = zstandard.ZstdDecompressor().stream_reader(open(tmp_path / "a.jsonl.zst", "rb")).read().decode().splitlines()
     assert info["rows"] == 3 and len(lines) == 3
     assert json.loads(lines[1]) == {"id": "s/1", "source": "s", "text": "document 1", "metadata": {"num_tokens": 1}}
+
+
+def test_work_file_keeps_raw_only_where_a_later_stage_could_read_it():
+    """Before a global stage, a row's markup is carried on only while the row is alive
+    with no text yet; rejected rows and rows with text lose theirs."""
+    from datapipe import schema as S
+
+    b = S.make_batch(source="web", ids=["a", "b", "c", "d"], texts=["page a", None, None, "page d"],
+                     raws=[b"<p>a</p>", b"<p>b</p>", b"<p>c</p>", None],
+                     reject_reasons=[None, None, "read:too_large", None])
+    out = splitwork._without_spent_raw(b)
+    assert out.column(S.RAW).to_pylist() == [None, b"<p>b</p>", None, None]
+    assert out.drop_columns([S.RAW]).equals(b.drop_columns([S.RAW]))
+    unchanged = b.set_column(b.column_names.index(S.RAW), S.RAW, pa.array([None, b"<p>b</p>", None, None], pa.binary()))
+    assert splitwork._without_spent_raw(unchanged) is unchanged
