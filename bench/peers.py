@@ -22,7 +22,7 @@ CPU); datatrove with its ``LocalPipelineExecutor`` (workers = CPUs), the MinHash
 its four documented stages. Each engine runs alone, one after the other, each in its
 own process; the wall time includes interpreter start-up on both sides.
 
-Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--cpus 2]``
+Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--sizes N,...] [--cpus 2]``
 (``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
 of ~4 MB, one per input file here, as datatrove's tasks are). Needs the ``bench`` extra
 (datatrove).
@@ -303,6 +303,7 @@ def main() -> None:
     ap.add_argument("--work", default=str(REPO / "runs/bench/peers"))
     ap.add_argument("--workloads", default="heuristic,dedup,warc")
     ap.add_argument("--quick", action="store_true", help="sizes 4x smaller (smoke run)")
+    ap.add_argument("--sizes", help="document counts to run instead of each workload's two (comma-separated)")
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="datatrove workers")
     ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
                     "datatrove always gets one task per input file")
@@ -317,9 +318,9 @@ def main() -> None:
     print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'docs/s':>8} {'kept':>6} {'datatrove s':>11} "
           f"{'docs/s':>8} {'kept':>6} {'ratio':>6}", flush=True)
     for workload in args.workloads.split(","):
-        for n in SIZES[workload]:
+        for n in ([int(x) for x in args.sizes.split(",")] if args.sizes else SIZES[workload]):
             n = n // 4 if args.quick else n
-            work = Path(args.work) / f"{workload}-{n}"
+            work = Path(args.work).resolve() / f"{workload}-{n}"
             data = work / "input"
             if not (work / "built.json").exists():
                 shutil.rmtree(work, ignore_errors=True)
