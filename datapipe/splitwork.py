@@ -260,8 +260,9 @@ class _WorkFiles:
         self.offset = 0
 
     def add(self, batch: pa.Table) -> None:
-        self.rows.add(_without_spent_raw(batch))
-        alive = np.flatnonzero(S.alive_mask(batch).to_numpy(zero_copy_only=False))
+        alive_mask = S.alive_mask(batch)
+        self.rows.add(_without_spent_raw(batch, alive_mask))
+        alive = np.flatnonzero(alive_mask.to_numpy(zero_copy_only=False))
         if len(alive):
             live = batch.take(pa.array(alive))
             side = self.side_fn(live)
@@ -278,16 +279,16 @@ class _WorkFiles:
         return {"work": work, "side": side, "files": [], "sink": None}
 
 
-def _without_spent_raw(batch: pa.Table) -> pa.Table:
+def _without_spent_raw(batch: pa.Table, alive: pa.Array) -> pa.Table:
     """``batch`` with the raw markup nulled where nothing after a global stage can read
-    it: rows already rejected, and rows whose text has been produced (a page's HTML is
-    ~5x its text; carried into the work file it would be written and read back once
-    more). Rows still alive without text keep theirs. Outputs never hold raw, so the
-    result is the same; only the work file shrinks."""
+    it: rows already rejected (``alive``: the batch's alive mask), and rows whose text has
+    been produced (a page's HTML is ~5x its text; carried into the work file it would be
+    written and read back once more). Rows still alive without text keep theirs. Outputs
+    never hold raw, so the result is the same; only the work file shrinks."""
     if S.RAW not in batch.column_names or batch.num_rows == 0:
         return batch
     raw = batch.column(S.RAW)
-    spent = pc.or_(pc.invert(S.alive_mask(batch)), pc.is_valid(batch.column(S.TEXT)))
+    spent = pc.or_(pc.invert(alive), pc.is_valid(batch.column(S.TEXT)))
     if not pc.any(pc.and_(spent, pc.is_valid(raw))).as_py():
         return batch
     kept = pc.if_else(spent, pa.nulls(batch.num_rows, raw.type), raw)

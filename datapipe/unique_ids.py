@@ -66,7 +66,7 @@ def id_rows(table: pa.Table, offset: int, parts: int) -> pa.Table:
                      "origin": table.column(S.ORIGIN).take(pa.array(alive))}, schema=ID_SCHEMA)
 
 
-def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | None) -> pa.Table:
+def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | None) -> None:
     """The split's id file: rows ordered by part, one row group per part."""
     table = pa.concat_tables(tables) if tables else ID_SCHEMA.empty_table()
     table = table.sort_by([("part", "ascending"), ("_row", "ascending")])
@@ -77,7 +77,6 @@ def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | No
         cuts = np.flatnonzero(np.diff(parts)) + 1
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(parts)]):
             w.write_table(table.slice(int(lo), int(hi - lo)))
-    return table
 
 
 def _find(files: Sequence[tuple[int, str, str]], part: int, storage: fs.StorageOptions | None) -> pa.Table:

@@ -20,8 +20,8 @@ in :mod:`stages._reference`:
 
 from __future__ import annotations
 
-import re
 import functools
+import re
 from dataclasses import dataclass
 from typing import Callable, Sequence
 

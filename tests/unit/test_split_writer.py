@@ -49,8 +49,8 @@ def test_work_file_keeps_raw_only_where_a_later_stage_could_read_it():
     b = S.make_batch(source="web", ids=["a", "b", "c", "d"], texts=["page a", None, None, "page d"],
                      raws=[b"<p>a</p>", b"<p>b</p>", b"<p>c</p>", None],
                      reject_reasons=[None, None, "read:too_large", None])
-    out = splitwork._without_spent_raw(b)
+    out = splitwork._without_spent_raw(b, S.alive_mask(b))
     assert out.column(S.RAW).to_pylist() == [None, b"<p>b</p>", None, None]
     assert out.drop_columns([S.RAW]).equals(b.drop_columns([S.RAW]))
     unchanged = b.set_column(b.column_names.index(S.RAW), S.RAW, pa.array([None, b"<p>b</p>", None, None], pa.binary()))
-    assert splitwork._without_spent_raw(unchanged) is unchanged
+    assert splitwork._without_spent_raw(unchanged, S.alive_mask(unchanged)) is unchanged
