@@ -103,3 +103,13 @@ GENERIC_TLDS: frozenset[str] = frozenset(
 #: there belong to nobody, and e-mail pseudonyms are drawn from them.
 RESERVED_EMAIL_DOMAINS: frozenset[str] = frozenset({"example.com", "example.net", "example.org"})
 RESERVED_EMAIL_TLDS: frozenset[str] = frozenset({"example", "test", "invalid", "localhost", "local"})
+
+#: Regions (ISO 3166 alpha-2, as ``phonenumbers`` names them) whose numbering plans a
+#: national-format number (no ``+``) is checked against: the 30 most populous
+#: countries (UN 2023), then the rest of the EU and a few other large plans.
+PHONE_REGIONS: tuple[str, ...] = (
+    "IN", "CN", "US", "ID", "PK", "NG", "BR", "BD", "RU", "ET", "MX", "JP", "EG", "PH", "CD", "VN", "IR", "TR",
+    "DE", "TH", "GB", "TZ", "FR", "ZA", "IT", "KE", "MM", "CO", "KR", "ES",
+    "AR", "DZ", "SD", "UG", "UA", "IQ", "CA", "PL", "MA", "SA", "UZ", "PE", "MY", "AU", "NL", "BE", "SE", "CZ",
+    "GR", "PT", "HU", "AT", "CH", "DK", "FI", "IE", "RO", "BG", "HR", "SK", "SI", "LT", "LV", "EE", "NO",
+)

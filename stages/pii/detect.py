@@ -39,6 +39,7 @@ from collections import Counter
 from typing import Iterable, Iterator, NamedTuple
 
 from stages.pii import _tables as T
+from stages.pii import phones as P
 
 logger = logging.getLogger(__name__)
 
@@ -85,6 +86,23 @@ _PHONE_WORDS = (
 )
 _GAP_WORDS = ("no", "nr", "num", "number", "me", "us", "him", "her", "them", "on", "at", "is", "to", "under",
               "unter", "au", "al", "sur")
+#: phone words of languages not written in Latin letters (no ``\b`` around them: RE2's
+#: and ``re.ASCII``'s word boundaries know only ASCII letters), and Latin ones of the
+#: populous plans' languages (Indonesian ``telp``, Swahili ``simu``)
+_PHONE_WORDS_OTHER = (
+    "[Тт]елефон", "[Тт]ел", "电话", "電話", "手机", "携帯", "전화", "휴대폰", "फ़ोन", "फोन", "ফোন", "هاتف", "تلفن",
+    "تلفن همراه", "موبايل", "โทร", "โทรศัพท์", "ဖုန်း", "ስልክ", "[Đđ]i[eệ]n tho[aạ]i",
+)
+_PHONE_WORDS_LATIN_EXTRA = ("telp", "simu", "nomor", "no telp", "sdt")
+#: weaker words: a number right after them is a phone only when the numbering-plan
+#: metadata (``phonenumbers``) calls it a valid number ("reach the desk at ...",
+#: "registered under ...", "text ... for details")
+_WEAK_PHONE_WORDS = ("at", "under", "unter", "text", "txt", "registered", "contact", "bookings", "reservations",
+                     "enquiries", "inquiries", "office", "desk", "landline")
+#: labels written after a number ("... (Office)", "... -Office", "... fax")
+_AFTER_LABEL_RE = re.compile(
+    r"(?:[ \t]?[-\u2013(][ \t]?|[ \t])(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel\.?|phone|direct|"
+    r"landline|main|hotline|helpline)(?![A-Za-z0-9])", re.ASCII)
 
 
 def _alternation(words: tuple[str, ...], backwards: bool = False) -> str:
@@ -106,8 +124,14 @@ GATES: dict[str, str] = {
     "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}|[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]{4}",
     # a phone word right before a number: short local numbers ("Tel. 467 3395") have
     # fewer digits than the numeric gate asks for
-    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS) + r")\b[^0-9A-Za-z\n]{0,6}(?:(?:" + _alternation(_GAP_WORDS) + r")\b"
-                 r"[^0-9A-Za-z\n]{0,4}){0,3}[0-9])|\b[TMF][:.][^0-9A-Za-z\n]{0,6}[0-9]",
+    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS + _PHONE_WORDS_LATIN_EXTRA) + r")\b[^0-9A-Za-z\n]{0,6}(?:(?:"
+                 + _alternation(_GAP_WORDS) + r")\b[^0-9A-Za-z\n]{0,4}){0,3}[0-9])|\b[TMF][:.][^0-9A-Za-z\n]{0,6}[0-9]"
+                 r"|(?:" + _alternation(_PHONE_WORDS_OTHER) + r")[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS)
+                 + r")\b[^0-9A-Za-z\n]{0,4}){0,3}[0-9]"
+                 # a weak word and a number-shaped run, or a number and a label after it
+                 r"|(?i:\b(?:" + _alternation(_WEAK_PHONE_WORDS) + r")\b)[^0-9A-Za-z\n]{1,6}[+(]?[0-9][0-9 ()./\-]{5,}[0-9]"
+                 r"|[0-9][^0-9A-Za-z\n]{0,3}(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel|phone|direct|landline"
+                 r"|main|hotline|helpline)\b",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
         r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
@@ -188,7 +212,7 @@ _PHONE_CUE_RE = re.compile(
     r"erreichbar|chiama(?:re|te)?|cellulare|zadzwo[nń]|kom[oó]rka|reach|reached|reachable|"
     r"(?:my|his|her|our|their|your)[ \t]+number|"
     r"t[eé]l[eé]phone|telefon|telefono|tel[eé]fono|telefonnummer|handy|mobil|portable|ph|tlf|ruf|rufnummer)\b"
-    r"[^\n]{0,24}|(?-i:(?<![A-Za-z0-9])[TMPF][:.])[ \t\xa0]*)$", _A)
+    r"[^\n]{0,24}|(?-i:(?<![A-Za-z0-9])[TMPF][:.])[ \t\xa0]*|(?:" + _alternation(_PHONE_WORDS_OTHER) + r")[^\n]{0,24})$", _A)
 _NEG_CUE_RE = re.compile(
     r"(?i)(?:\b(?:isbn|isbn-1[03]|issn|doi|serial|s/n|part|p/n|model|sku|order|orders|invoice|"
     r"reference|ticket|case|tracking|patent|item|article|product|lot|batch|version|"
@@ -222,7 +246,11 @@ _CUED_NUMBER_RE = re.compile(
 # (one anchored attempt per number instead of a search through the 60 characters)
 _CUED_LEAD_REV_RE = re.compile(
     r"[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS, True) + r")[^0-9A-Za-z\n]{1,6}){0,3}"
-    r"(?:(?i:" + _alternation(_PHONE_WORDS, True) + r")|(?<=[:.])[TMF])(?![A-Za-z0-9])", _A)
+    r"(?:(?i:" + _alternation(_PHONE_WORDS + _PHONE_WORDS_LATIN_EXTRA, True) + r")|(?<=[:.])[TMF]|(?:"
+    + _alternation(_PHONE_WORDS_OTHER, True) + r"))(?![A-Za-z0-9])", _A)
+# a weak word right before a number (read backwards like the above; no gap words)
+_WEAK_LEAD_REV_RE = re.compile(
+    r"[^0-9A-Za-z\n]{1,6}(?i:" + _alternation(_WEAK_PHONE_WORDS, True) + r")(?![A-Za-z0-9])", _A)
 _CUED_NUMBER_END_RE = re.compile(r"(?![0-9A-Za-z_]|[.\-/:][0-9A-Za-z])", _A)
 # a phone extension right after the number: "x769", " ext. 12", " extension 4"
 _PHONE_EXT_RE = re.compile(r"[ ]?(?:x|ext\.?|extn\.?|extension)[ ]?[0-9]{1,6}(?![0-9A-Za-z_])", re.I | _A)
@@ -601,20 +629,32 @@ class Detector:
 
     def _f_phone_cue(self, text: str) -> Iterator[Span]:
         """Numbers right after a phone word, in any grouping (``Tel. 467 3395``,
-        ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``)."""
+        ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``); after a weak word
+        (``reach the desk at``, ``registered under``) or before a label (``... (Office)``,
+        ``... -Office``, ``... fax``) only when the numbering plans know the number."""
         for m in _CUED_NUMBER_RE.finditer(text):
             s = m.start()
-            if s == 0 or not _CUED_LEAD_REV_RE.match(text[s - 1:s - 61 if s > 60 else None:-1]):
-                continue
+            lead = text[s - 1:s - 61 if s > 60 else None:-1] if s else ""
+            strong = bool(lead) and _CUED_LEAD_REV_RE.match(lead) is not None
+            weak = not strong and bool(lead) and _WEAK_LEAD_REV_RE.match(lead) is not None
             # the longest leading groups that make a phone: "+370 2249 2898 6 - a list item"
-            for e in sorted((g.end for g in _groups(text, s, m.end())), reverse=True):
+            ends = sorted((g.end for g in _groups(text, s, m.end())), reverse=True)
+            for e in ends:
                 if text[e - 1] == ")" and text.count("(", s, e) < text.count(")", s, e):
                     e -= 1
                 ext = _PHONE_EXT_RE.match(text, e)
                 full_end = ext.end() if ext else e
-                if not _CUED_NUMBER_END_RE.match(text, full_end):
+                after = _AFTER_LABEL_RE.match(text, full_end) is not None and text[full_end - 1].isdigit()
+                if not (strong or (weak or after) and e >= ends[0] - 1):
+                    continue  # a weak word or a label takes the whole run, never a few table columns
+                if not _CUED_NUMBER_END_RE.match(text, full_end) and not after:
                     continue
-                plan = cued_phone_plan(text[s:e])
+                number = text[s:e]
+                plan = cued_phone_plan(number)
+                if plan is not None and not strong and not P.plan_valid(number):
+                    plan = None
+                if plan is None and number.lstrip("( ").startswith("+") and P.plan_valid(number):
+                    plan = "intl:" + P.country_code(number)  # "+63 1800 3 287 7645": the plan's own grouping
                 if plan is not None:
                     yield Span(s, full_end, "phone", plan)
                     break
@@ -1068,6 +1108,8 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
                 continue  # glued to the digits before it by "." "-" "/": one longer number
             if i + size < n and groups[i + size].sep in (".", "-", "/"):
                 continue
+            if not cue and not (intl_prefix and i == 0) and (i > 0 or i + size < n):
+                continue  # a few columns of a numeric table row ("001 0100 024 20 14"), issue 29
             intl = bool(intl_prefix) and i == 0
             plan = _phone_layout(win, intl, cue)
             if plan is None:
