@@ -12,7 +12,13 @@ docs/s is per core and other load on a shared machine barely moves it. Each figu
 the best of ``--repeat`` runs. The script also checks that both paths produce
 identical text.
 
-    python bench/pii.py [--repeat 5] [--copies 1]
+``--baseline REF`` (default ``main``) also times the ``pii`` stage as it is at git
+revision ``REF`` (its ``stages/pii`` loaded from ``git show`` into a temporary package),
+on the same batches, alternating with ours: the old-vs-new throughput ratio of a
+detector change, measured in one process on one machine (issue 27: no more than 25%
+slower). ``--baseline ''`` skips it.
+
+    python bench/pii.py [--repeat 5] [--copies 1] [--baseline main]
 """
 
 from __future__ import annotations
@@ -31,6 +37,8 @@ import argparse  # noqa: E402
 import gzip  # noqa: E402
 import json  # noqa: E402
 import re  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 import time  # noqa: E402
 from pathlib import Path  # noqa: E402
 
@@ -65,6 +73,26 @@ def load_sources(shared: Path) -> dict[str, list[str]]:
     return {"ccnet": ccnet, "wiki": wiki, "stackexchange": se}
 
 
+def baseline_stage(ref: str, tmp: str):
+    """A ``PiiStage`` built from ``stages/pii`` at git revision ``ref``, imported as the
+    package ``pii_baseline`` (its ``stages.pii`` imports rewritten)."""
+    names = subprocess.run(["git", "-C", str(REPO), "ls-tree", "--name-only", f"{ref}:stages/pii"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    pkg = Path(tmp) / "pii_baseline"
+    pkg.mkdir()
+    for name in names:
+        if not name.endswith(".py"):
+            continue
+        src = subprocess.run(["git", "-C", str(REPO), "show", f"{ref}:stages/pii/{name}"],
+                             check=True, capture_output=True, text=True).stdout
+        (pkg / name).write_text(src.replace("stages.pii", "pii_baseline"), encoding="utf-8")
+    sys.path.insert(0, tmp)
+    import pii_baseline  # noqa: PLC0415
+    stage = pii_baseline.PiiStage()
+    stage.ensure_setup()
+    return stage
+
+
 def best_of(fn, repeat: int) -> tuple[float, object]:
     best, out = float("inf"), None
     for _ in range(repeat):
@@ -78,7 +106,45 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--copies", type=int, default=3, help="repeat each corpus this many times per batch")
+    ap.add_argument("--baseline", default="main", help="git revision whose pii stage to time beside ours ('' to skip)")
     args = ap.parse_args(argv)
+    if args.baseline:
+        with tempfile.TemporaryDirectory() as tmp:
+            return _compare(args, baseline_stage(args.baseline, tmp))
+    return _throughput(args)
+
+
+def _compare(args: argparse.Namespace, base) -> int:
+    """Our stage and the baseline's, alternately on the same batches (CPU time, best of
+    ``--repeat``), and the ratio."""
+    stage = PiiStage()
+    stage.ensure_setup()
+    sources = load_sources(shared_dir())
+    print(f"pii stage vs the stage at {args.baseline!r} (CPU time per core, best of {args.repeat}, alternating)")
+    print(f"{'source':<14} {'MB':>6} {'base MB/s':>10} {'ours MB/s':>10} {'ours/base':>10}")
+    tb = to = 0.0
+    total = 0
+    for name, texts in sources.items():
+        texts = texts * args.copies
+        batch = S.make_batch(source=name, ids=[f"{name}/{i}" for i in range(len(texts))], texts=texts)
+        nbytes = S.text_bytes(batch)
+        best_b = best_o = float("inf")
+        for _ in range(args.repeat):
+            t0 = time.process_time()
+            base.process(batch)
+            t1 = time.process_time()
+            stage.process(batch)
+            t2 = time.process_time()
+            best_b, best_o = min(best_b, t1 - t0), min(best_o, t2 - t1)
+        tb, to, total = tb + best_b, to + best_o, total + nbytes
+        print(f"{name:<14} {nbytes / 1e6:>6.2f} {nbytes / 1e6 / best_b:>10.1f} {nbytes / 1e6 / best_o:>10.1f} "
+              f"{best_b / best_o:>10.2f}")
+    print(f"{'all':<14} {total / 1e6:>6.2f} {total / 1e6 / tb:>10.1f} {total / 1e6 / to:>10.1f} {tb / to:>10.2f}")
+    print("target (issue 27): ours/base >= 0.75 on 'all'")
+    return 0
+
+
+def _throughput(args: argparse.Namespace) -> int:
 
     stage = PiiStage()
     stage.ensure_setup()

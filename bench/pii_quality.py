@@ -14,7 +14,15 @@ IP >= 0.95, IBAN >= 0.98; and precision on the labelled set may not fall below w
 was before the recall work (``BASELINE``, measured at commit 6960814 with this script:
 697 true positives, 0 false positives, 552/552 hard negatives untouched).
 
+Third set (issue 27): ``pii_numbering.py``, phone numbers of the 30 most populous
+countries' numbering plans (``phonenumbers`` metadata: fixed, mobile and toll-free, in
+national, international and E.164 form, labels before or after them) and public IPv6
+addresses in every valid textual form. Targets: phone recall >= 0.95, IPv6 recall >=
+0.98. Beside it, detections on clean real text (``pii_clean.py``: standard-library code,
+Wikipedia text and tables, news, RedPajama samples) per million characters.
+
     python bench/pii_quality.py [--seed N] [--per-type N] [--misses] [--faker-per-type N]
+                                [--plans-per-cell N] [--no-clean]
 """
 
 from __future__ import annotations
@@ -50,6 +58,8 @@ def _sibling(name: str):
 
 pii_labelled = _sibling("pii_labelled")
 pii_faker = _sibling("pii_faker")
+pii_numbering = _sibling("pii_numbering")
+pii_clean = _sibling("pii_clean")
 
 RECALL_TARGETS: dict[str, float] = {
     "email": 0.95, "ip": 0.95, "phone": 0.90, "card": 0.95, "iban": 0.95, "ssn": 0.95,
@@ -58,6 +68,8 @@ RECALL_TARGETS: dict[str, float] = {
 PRECISION_TARGET = 0.95
 HARD_NEGATIVE_TARGET = 0.95
 FAKER_RECALL_TARGETS: dict[str, float] = {"phone": 0.90, "card": 0.95, "ip": 0.95, "iban": 0.98}
+#: issue 27, on the numbering-plan set (phones) and the IPv6 textual forms
+PLAN_RECALL_TARGETS: dict[str, float] = {"phone": 0.95, "ip": 0.98}
 #: precision and hard-negative pass on the labelled set before issue 14 (commit 6960814)
 BASELINE = {"precision": 1.000, "hard_negative_pass": 1.000}
 
@@ -177,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list every miss and false positive")
     ap.add_argument("--formats", action="store_true", help="recall per format")
     ap.add_argument("--faker-per-type", type=int, default=400, help="Faker values per type (0: skip that set)")
+    ap.add_argument("--plans-per-cell", type=int, default=2,
+                    help="numbers per region x type x format in the numbering-plan set (0: skip it)")
+    ap.add_argument("--no-clean", action="store_true", help="skip the clean-corpus false-positive scan")
     args = ap.parse_args(argv)
     docs = pii_labelled.build(seed=args.seed, per_type=args.per_type)
     q = evaluate(docs)
@@ -194,6 +209,15 @@ def main(argv: list[str] | None = None) -> int:
             fails.append(f"labelled-set {key} {now:.3f} fell below the pre-issue-14 {BASELINE[key]:.3f}")
     if args.faker_per_type:
         fails += _faker_report(args)
+    if args.plans_per_cell:
+        fails += _plans_report(args)
+    if not args.no_clean:
+        rows = pii_clean.scan(Detector(), pii_clean.load())
+        print("\nclean real text (detections that are not real PII, per million characters):")
+        print(pii_clean.format_rows(rows))
+        if args.misses:
+            for _, (_, _, seen) in rows.items():
+                print("\n".join("  " + x for x in seen))
     print("\ntargets:", "all met" if not fails else "NOT met: " + "; ".join(fails))
     return 0 if not fails else 1
 
@@ -203,6 +227,33 @@ def _print_misses(q, misses: str, false_positives: str) -> None:
     print("\n".join("  " + m for m in q.misses) or "  none")
     print(f"{false_positives}:")
     print("\n".join("  " + m for m in q.false_positives) or "  none")
+
+
+def _plans_report(args: argparse.Namespace) -> list[str]:
+    docs = pii_numbering.build(per_cell=args.plans_per_cell)
+    q = evaluate(docs)
+    print(f"\nnumbering-plan set: {len(docs)} documents, {len(pii_numbering.REGIONS)} plans (phonenumbers "
+          f"{pii_numbering.PN.__version__}), IPv6 in every textual form")
+    print(f"{'type':<8} {'gold':>5} {'tp':>5} {'fp':>4} {'recall':>7} {'target':>7}")
+    fails = []
+    for t, target in PLAN_RECALL_TARGETS.items():
+        s = q.per_type[t]
+        print(f"{t:<8} {s.gold:>5} {s.tp:>5} {s.fp:>4} {s.recall:>7.3f} {'>=' + format(target, '.2f'):>7}")
+        if s.recall < target:
+            fails.append(f"numbering-plan recall of {t} is {s.recall:.3f} < {target}")
+    if args.formats:
+        groups: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+        for fmt, s in q.per_format.items():
+            parts = fmt.split("/")
+            keys = (parts[1], "/".join(parts[2:4]), parts[4]) if parts[0] == "phone" else (fmt,)
+            for k in keys:
+                groups[k][0] += s.tp
+                groups[k][1] += s.gold
+        for k, (tp, gold) in sorted(groups.items()):
+            print(f"  {k:<28} {tp:>3}/{gold:<3} {tp / gold:.2f}")
+    if args.misses:
+        _print_misses(q, "numbering-plan misses", "numbering-plan false positives")
+    return fails
 
 
 def _faker_report(args: argparse.Namespace) -> list[str]:

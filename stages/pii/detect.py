@@ -130,7 +130,7 @@ GATES: dict[str, str] = {
                  + r")\b[^0-9A-Za-z\n]{0,4}){0,3}[0-9]"
                  # a weak word and a number-shaped run, or a number and a label after it
                  r"|(?i:\b(?:" + _alternation(_WEAK_PHONE_WORDS) + r")\b)[^0-9A-Za-z\n]{1,6}[+(]?[0-9][0-9 ()./\-]{5,}[0-9]"
-                 r"|[0-9][^0-9A-Za-z\n]{0,3}(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel|phone|direct|landline"
+                 r"|[0-9][0-9 ()./\-]{5,}[0-9][^0-9A-Za-z\n]{0,3}(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel|phone|direct|landline"
                  r"|main|hotline|helpline)\b",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
@@ -180,7 +180,7 @@ _VERSION_CUE_RE = re.compile(
     r"revision|sdk|driver|drivers|patch|patched|upgrade|upgraded|upgrading|update|updated|updating|"
     r"install|installed|installing|package|library|python|java|node|php|ruby|perl|android|ios|"
     r"windows|chrome|firefox|edge|tag|tagged|bump|bumped|section|sections|chapter|clause|article|"
-    r"paragraph|rule|figure|fig|table|step|oid|isbn|changelog)\b[^.\n]{0,12}$|(?:==|>=|<=|~=|@)[ ]?$", _A)
+    r"paragraph|rule|figure|fig|table|step|oid|isbn|changelog|ec|ec_number)\b[^.\n]{0,12}$|(?:==|>=|<=|~=|@)[ ]?$", _A)
 _PACKAGE_DASH_RE = re.compile(r"[A-Za-z][\-_]$", _A)  # "openssl-1.0.2.17"
 _IP_CUE_RE = re.compile(
     r"(?i)\b(?:ip|ips|ipv4|address|addresses|addr|server|servers|host|hosts|hostname|dns|ping|gateway|"
@@ -576,6 +576,8 @@ class Detector:
                 continue  # "version 1.2.3.4", "openssl-1.0.2.17"
             if all(len(p) == 1 for p in parts) and not _IP_CUE_RE.search(text[max(0, m.start() - 60):m.start()]):
                 continue  # 1.2.3.4 with no network context reads as a version
+            if text.startswith(".in-addr.arpa", m.end()):
+                continue  # a reverse-DNS name: the address written backwards
             yield Span(m.start(), m.end(), "ip", "4")
 
     def _ipv6_candidates(self, text: str) -> Iterator[re.Match[str]]:
@@ -644,7 +646,7 @@ class Detector:
                     e -= 1
                 ext = _PHONE_EXT_RE.match(text, e)
                 full_end = ext.end() if ext else e
-                after = _AFTER_LABEL_RE.match(text, full_end) is not None and text[full_end - 1].isdigit()
+                after = ext is None and text[e - 1].isdigit() and _AFTER_LABEL_RE.match(text, e) is not None
                 if not (strong or (weak or after) and e >= ends[0] - 1):
                     continue  # a weak word or a label takes the whole run, never a few table columns
                 if not _CUED_NUMBER_END_RE.match(text, full_end) and not after:
@@ -1012,12 +1014,28 @@ def _phone_layout(groups: list[_Group], intl: bool, cue: bool) -> str | None:
             return None
         if len(groups) > 6:
             return None
+        if not cue and not _national_groups_ok(groups):
+            return None
         return "national"
     if cue and 8 <= nd <= 12 and len(groups) <= 5 and all(len(g.digits) >= 2 for g in groups):
         if all(len(g.digits) == 4 and 1800 <= int(g.digits) <= 2099 for g in groups):
             return None  # "1844-1994": years
         return "national"
     return None
+
+
+def _national_groups_ok(groups: list[_Group]) -> bool:
+    """The subscriber part of a trunk-prefix number with no phone word near it, as the
+    plans group it: one group of 3-8 digits (``030 12345678``) or groups of 2-4
+    (``020 7946 0958``, ``01 23 45 67 89``), single spaces or one kind of mark; not a
+    decimal (``01234.000000``), a time with microseconds (``01 02 03 000004``) or a
+    date (``08-01-3697739``)."""
+    sub = [len(g.digits) for g in groups[1:]]
+    if any("  " in g.sep or "\t" in g.sep for g in groups[1:]):
+        return False
+    if len(sub) == 1:
+        return 3 <= sub[0] <= 8 and not (groups[1].sep == "." and set(groups[1].digits) == {"0"})
+    return all(2 <= k <= 4 for k in sub)
 
 
 def cued_phone_plan(number: str) -> str | None:
