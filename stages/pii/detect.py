@@ -653,7 +653,7 @@ class Detector:
                     continue
                 number = text[s:e]
                 plan = cued_phone_plan(number)
-                if plan is not None and not strong and not P.plan_valid(number):
+                if plan is not None and not strong and (_thousands(number) or not P.plan_valid(number)):
                     plan = None
                 if plan is None and number.lstrip("( ").startswith("+") and P.plan_valid(number):
                     plan = "intl:" + P.country_code(number)  # "+63 1800 3 287 7645": the plan's own grouping
@@ -1024,6 +1024,14 @@ def _phone_layout(groups: list[_Group], intl: bool, cue: bool) -> str | None:
     return None
 
 
+def _thousands(number: str) -> bool:
+    """Reads as a quantity with thousands separators ("1 234 567", "10 000 000 000")."""
+    sizes = [len(g.digits) for g in _groups(number, 0, len(number))]
+    if len(sizes) < 2 or number.lstrip("( ").startswith(("+", "0")) or any(k != 3 for k in sizes[1:]):
+        return False
+    return sizes[0] <= 2 or len(sizes) >= 4
+
+
 def _national_groups_ok(groups: list[_Group]) -> bool:
     """The subscriber part of a trunk-prefix number with no phone word near it, as the
     plans group it: one group of 3-8 digits (``030 12345678``) or groups of 2-4
@@ -1126,7 +1134,8 @@ def _phone_in_run(text: str, start: int, end: int) -> Span | None:
                 continue  # glued to the digits before it by "." "-" "/": one longer number
             if i + size < n and groups[i + size].sep in (".", "-", "/"):
                 continue
-            if not cue and not (intl_prefix and i == 0) and (i > 0 or i + size < n):
+            if not cue and not (intl_prefix and i == 0) and (
+                    i > 0 and not win[0].sep.strip() or i + size < n and not groups[i + size].sep.strip()):
                 continue  # a few columns of a numeric table row ("001 0100 024 20 14"), issue 29
             intl = bool(intl_prefix) and i == 0
             plan = _phone_layout(win, intl, cue)

@@ -410,3 +410,112 @@ def test_faker_set_fast_path_equals_naive_and_pseudonyms_are_not_redetected(fake
     assert out == [stage.replacer.apply(d.text, stage.detector.find(d.text, gated=False), d.id) for d in docs]
     again = stage.process(S.make_batch(source="fk", ids=[d.id for d in docs], texts=out))[0]
     assert again.column(S.TEXT).to_pylist() == out
+
+
+# -- issue 27 / 29: numbering plans, IPv6 forms, precision on tables --------------------
+
+
+def _ascii_table() -> str:
+    """The ASCII chart as Wikipedia's article lays it out (name, binary in 3+4 bits,
+    octal, decimal, hex, abbreviation or glyph), built from the standard library's own
+    tables: the layout issue 29's user scrubbed into 32 ``<PHONE>``s."""
+    import unicodedata
+    from curses import ascii as A
+    control = ["Null", "Start of Heading", "Start of Text", "End of Text", "End of Transmission", "Enquiry",
+               "Acknowledgement", "Bell", "Backspace", "Horizontal Tab", "Line Feed", "Vertical Tab", "Form Feed",
+               "Carriage Return", "Shift Out", "Shift In", "Data Link Escape", "Device Control 1",
+               "Device Control 2", "Device Control 3", "Device Control 4", "Negative Acknowledgement",
+               "Synchronous Idle", "End of Transmission Block", "Cancel", "End of Medium", "Substitute", "Escape",
+               "File Separator", "Group Separator", "Record Separator", "Unit Separator"]
+    rows = []
+    for i in range(128):
+        b = f"{i:07b}"
+        name = control[i] if i < 32 else "Delete" if i == 127 else unicodedata.name(chr(i)).title()
+        abbr = A.controlnames[i] if i < 32 else "DEL" if i == 127 else chr(i)
+        rows.append(f"{name} {b[:3]} {b[3:]} {i:03o} {i} {i:02X} {abbr}")
+    return "\n".join(rows)
+
+
+def test_numeric_tables_get_no_phone(shared_dir):
+    assert found("Device Control 4 001 0100 024 20 14 NAK") == []  # issue 29, verbatim
+    table = _ascii_table()
+    assert "Device Control 4 001 0100 024 20 14 DC4" in table
+    assert [t for t, _ in found(table)] == []
+    # real Wikipedia: WikiText-2 (numeric lists, results tables) and raw markup tables
+    texts = [(shared_dir / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8")]
+    texts += [f.read_text(encoding="utf-8", errors="replace")
+              for f in sorted((shared_dir / "corpora" / "wiki" / "wikitext-markup").glob("*.txt"))]
+    assert sum("{|" in t for t in texts) >= 5  # the markup holds real tables
+    phones = [v for t in texts for typ, v in found(t) if typ == "phone"]
+    assert phones == []
+
+
+PLAN_PHONES = [  # numbering-plan formats with labels before and after (issue 27's misses)
+    ("Телефон: 8 (301) 916-94-49", "8 (301) 916-94-49"),
+    ("电话：010 1234 5678", "010 1234 5678"),
+    ("131 1249 7588 -Office", "131 1249 7588"),
+    ("(11) 97311-8101 (mobile)", "(11) 97311-8101"),
+    ("800 191 0737 - Office", "800 191 0737"),
+    ("074174 43114 fax", "074174 43114"),
+    ("You can reach the front desk at +63 1800 3 287 7645.", "+63 1800 3 287 7645"),
+    ("bookings at +55800117015 or at the door", "+55800117015"),
+    ("The shop is registered under 1800 14 3279.", "1800 14 3279"),
+    ("Contact the office at 800 112 3489.", "800 112 3489"),
+]
+
+
+@pytest.mark.parametrize("text,value", PLAN_PHONES)
+def test_numbering_plan_phones_with_labels_are_found(text, value):
+    assert found(text) == [("phone", value)]
+
+
+@pytest.mark.parametrize("value", [
+    "2a00:1450:4001:82a::200e", "2a00:1450:4001:082a:0000:0000:0000:200e", "2a00:1450:4001:82a:0:0:0:200e",
+    "2A00:1450:4001:82A::200E", "2a00:1450:4001:82a:0::200e", "2a00:1450:4001:82a::32.1.32.14",
+    "2a00:1450:4001:82a:0:0:32.1.32.14", "::ffff:93.184.216.34", "2606:4700::6810:84e5",
+])
+def test_ipv6_is_found_in_every_textual_form(value):
+    assert found(f"connected from {value} at noon") == [("ip", value)]
+    assert found(f"curl http://[{value}]:8080/") == [("ip", value)]
+
+
+@pytest.mark.parametrize("text", [
+    "Released as version 3.10.12 on 2023-06-06 for $1,299.99.",
+    "Python 3.11.7 (main, Dec 8 2023, 10:44:11) [GCC 12.2.0]",
+    "Price: 1 299 000 RUB, or 12 345,67 EUR per unit",
+    "Order 2024 0312 4455 shipped on 12.03.2024.",
+    "at 10 000 feet, at 1 234 567 inhabitants",
+    "Windows 10.0.19045.3693 build", "id 0100 024 20 14 in the export",
+    "'%H %M %S %f' gives 01 02 03 000004", "test(1234., '012f', '01234.000000')",
+    "Population 1 380 004 385 (2020 census) at 464 per km2",
+])
+def test_versions_dates_prices_and_ids_survive(text):
+    assert found(text) == []
+
+
+@pytest.fixture(scope="module")
+def plan_set(shared_dir, repo_dir):
+    pii_numbering = _bench_module(repo_dir, "pii_numbering")
+    pii_quality = _bench_module(repo_dir, "pii_quality")
+    return pii_quality, pii_numbering.build(shared_dir, per_cell=1, ipv6=200)
+
+
+def test_numbering_plan_set_meets_the_issue_27_targets(plan_set):
+    pii_quality, docs = plan_set
+    q = pii_quality.evaluate(docs)
+    assert q.per_type["phone"].gold >= 250 and q.per_type["ip"].gold == 200
+    regions = {g.fmt.split("/")[1] for d in docs for g in d.gold if g.type == "phone"}
+    assert len(regions) == 30
+    for t, target in pii_quality.PLAN_RECALL_TARGETS.items():
+        assert q.per_type[t].recall >= target, (t, q.misses)
+    assert q.overall.fp == 0, q.false_positives
+
+
+def test_numbering_plan_set_fast_path_equals_naive_and_pseudonyms_are_not_redetected(plan_set):
+    _, docs = plan_set
+    stage = PiiStage(PiiConfig(policy="pseudonym", key="k"))
+    batch = S.make_batch(source="np", ids=[d.id for d in docs], texts=[d.text for d in docs])
+    out = stage.process(batch)[0].column(S.TEXT).to_pylist()
+    assert out == [stage.replacer.apply(d.text, stage.detector.find(d.text, gated=False), d.id) for d in docs]
+    again = stage.process(S.make_batch(source="np", ids=[d.id for d in docs], texts=out))[0]
+    assert again.column(S.TEXT).to_pylist() == out
