@@ -208,7 +208,18 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--text-key", default="text", help="field/column holding text in JSONL/Parquet inputs")
     t.add_argument("--source", action="append", default=[], metavar="NAME",
                    help="Parquet inputs: only documents of this source (repeatable)")
+    t.add_argument("--balance", choices=["language"], default=None,
+                   help="language: sample each language with probability ~ n^alpha (n: its bytes in the input)")
+    t.add_argument("--alpha", type=float, default=0.3, help="--balance temperature exponent (1: as found, 0: uniform)")
+    t.add_argument("--lang-key", default=None, help="--balance: field holding the language (default: lid.176)")
+    t.add_argument("--langid", default=None, help="--balance: fastText language-ID model (default: packaged lid.176)")
+    t.add_argument("--eval-input", action="append", default=[], metavar="GLOB",
+                   help="after training, write the fertility table on this sample into the card (repeatable)")
+    t.add_argument("--eval-lang-key", default=None, help="field holding the language in --eval-input")
     t.set_defaults(func=_cli_train)
+    from stages.tokenize.eval import add_eval_cli
+
+    add_eval_cli(sp)
     d = sp.add_parser("info", help="print a tokenizer's fingerprint, vocabulary size and EOS")
     d.add_argument("path")
     d.add_argument("--eos", default=None)
@@ -231,9 +242,73 @@ def _cli_train(args: argparse.Namespace) -> int:
         "sources": list(args.source),
         "rejects": read.rejects,  # filled while training reads the texts
     }
+    if args.balance:
+        texts, sample = balance_by_language(texts, alpha=args.alpha, budget=args.max_bytes, lang_key=args.lang_key,
+                                            langid=args.langid, inputs=args.source_glob, text_key=args.text_key)
+        trained_on["balance"] = {"by": "language", "alpha": args.alpha, "languages": sample}
     info = train_tokenizer(texts, args.out, config=cfg, trained_on=trained_on)
+    if args.eval_input:
+        from stages.tokenize.eval import run_eval
+
+        rows = run_eval(args.eval_input, [os.path.join(args.out, TOKENIZER_FILE)], os.path.join(args.out, "eval"),
+                        names=["tokenizer"], lang_key=args.eval_lang_key, langid=args.langid)
+        meta_path = Path(args.out) / META_FILE
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+        meta["fertility"] = {"inputs": list(args.eval_input),
+                             "rows": [{k: (v["fertility"] if isinstance(v, dict) else v) for k, v in r.items()
+                                       if k in ("language", "unit", "words", "tokenizer")} for r in rows]}
+        _atomic_write(meta_path, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
     print(json.dumps(info.to_manifest(), indent=2))
     return 0
+
+
+def balance_by_language(texts: Iterable[str], *, alpha: float, budget: int | None, lang_key: str | None,
+                        langid: str | None, inputs: Sequence[str], text_key: str) -> tuple[list[str], dict]:
+    """Temperature sampling over languages, as multilingual models sample their data:
+    language ``l`` with ``n_l`` bytes gets a share ``p_l = n_l^alpha / sum_k n_k^alpha``
+    of the ``budget`` (default: all the input's bytes). A language below its share is
+    repeated (whole passes, then a prefix), one above it is cut to a prefix: the same
+    input and options give the same sample. Returns the texts (grouped by language,
+    languages in order of first appearance) and, per language, what was available and
+    what was taken."""
+    if not 0.0 <= alpha <= 1.0:
+        raise SpecError(f"tokenizer train: --alpha must be in [0, 1], got {alpha}")
+    by_lang: dict[str, list[str]] = {}
+    if lang_key:
+        docs = corpus.iter_docs(list(inputs), text_key=text_key, fields=(lang_key,),
+                                text_split={"split": "paragraphs", "max_chars": PIECE_CHARS})
+        pairs = ((d.fields.get(lang_key), d.text) for d in docs)
+    else:
+        from stages.tokenize.eval import language_identifier
+
+        identify = language_identifier(langid)
+        pairs = ((identify(t), t) for t in texts)
+    for lang, text in pairs:
+        if lang and text.strip():
+            by_lang.setdefault(lang, []).append(text)
+    if not by_lang:
+        raise SpecError("tokenizer train --balance language: no text with a language in the input")
+    size = {lang: sum(len(t.encode("utf-8", "surrogatepass")) for t in ts) for lang, ts in by_lang.items()}
+    total = budget or sum(size.values())
+    weights = {lang: n ** alpha for lang, n in size.items()}
+    z = sum(weights.values())
+    out: list[str] = []
+    sample: dict[str, dict] = {}
+    for lang, ts in by_lang.items():
+        share = weights[lang] / z
+        want = int(total * share)
+        taken = 0
+        passes = 0
+        while taken < want:
+            for t in ts:
+                if taken >= want:
+                    break
+                out.append(t)
+                taken += len(t.encode("utf-8", "surrogatepass"))
+            passes += 1
+        sample[lang] = {"available_bytes": size[lang], "p": round(share, 6), "sampled_bytes": taken,
+                        "passes": passes}
+    return out, sample
 
 
 def _cli_info(args: argparse.Namespace) -> int:
