@@ -33,6 +33,22 @@ log = logging.getLogger(__name__)
 # training
 
 
+#: GPT-2's pre-tokenizer pattern with combining marks (\\p{M}) allowed inside letter runs
+LETTERS_MARKS_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)| ?[\p{L}\p{M}]+| ?\p{N}+| ?[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+"""
+PRE_TOKENIZERS = ("gpt2", "letters+marks")
+
+
+def _pre_tokenizer(name: str):
+    from tokenizers import Regex, pre_tokenizers
+
+    if name == "gpt2":
+        return pre_tokenizers.ByteLevel(add_prefix_space=False)
+    return pre_tokenizers.Sequence([
+        pre_tokenizers.Split(Regex(LETTERS_MARKS_PATTERN), behavior="isolated"),
+        pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
+    ])
+
+
 @dataclass(kw_only=True, frozen=True)
 class TrainConfig:
     """Byte-level BPE training options.
@@ -45,8 +61,14 @@ class TrainConfig:
     special_tokens: tuple[str, ...] = (DEFAULT_EOS,)
     eos: str | None = None
     min_frequency: int = 2
+    #: how text is cut before BPE: ``gpt2`` (GPT-2's pattern: letter runs end at a
+    #: combining mark, so a Devanagari or Bengali word falls into 3-4 pieces that BPE can
+    #: never merge) or ``letters+marks`` (the same pattern with marks inside letter runs)
+    pre_tokenizer: str = "gpt2"
 
     def __post_init__(self) -> None:
+        if self.pre_tokenizer not in PRE_TOKENIZERS:
+            raise SpecError(f"pre_tokenizer must be one of {list(PRE_TOKENIZERS)}, got {self.pre_tokenizer!r}")
         floor = 256 + len(self.special_tokens)
         if self.vocab_size < floor:
             raise SpecError(
@@ -81,7 +103,7 @@ def train_tokenizer(
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
     tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.pre_tokenizer = _pre_tokenizer(config.pre_tokenizer)
     tok.decoder = decoders.ByteLevel()
     tok.post_processor = processors.ByteLevel(trim_offsets=False)
     trainer = trainers.BpeTrainer(
@@ -112,6 +134,7 @@ def train_tokenizer(
         "eos_id": eos_id,
         "special_tokens": list(config.special_tokens),
         "min_frequency": config.min_frequency,
+        "pre_tokenizer": config.pre_tokenizer,
         "trained_on": {"documents": counter.documents, "bytes": counter.bytes, **(trained_on or {})},
     }
     _atomic_write(out / META_FILE, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -208,6 +231,8 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--text-key", default="text", help="field/column holding text in JSONL/Parquet inputs")
     t.add_argument("--source", action="append", default=[], metavar="NAME",
                    help="Parquet inputs: only documents of this source (repeatable)")
+    t.add_argument("--pre-tokenizer", choices=PRE_TOKENIZERS, default="gpt2",
+                   help="gpt2 (default) or letters+marks (keeps Indic and other words with combining marks whole)")
     t.add_argument("--balance", choices=["language"], default=None,
                    help="language: sample each language with probability ~ n^alpha (n: its bytes in the input)")
     t.add_argument("--alpha", type=float, default=0.3, help="--balance temperature exponent (1: as found, 0: uniform)")
@@ -232,6 +257,7 @@ def _cli_train(args: argparse.Namespace) -> int:
         special_tokens=tuple(args.special_token or (DEFAULT_EOS,)),
         eos=args.eos,
         min_frequency=args.min_frequency,
+        pre_tokenizer=args.pre_tokenizer,
     )
     read = ReadStats()
     texts = training_texts(args.source_glob, max_bytes=args.max_bytes, text_key=args.text_key,
