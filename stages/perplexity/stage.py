@@ -19,7 +19,10 @@ judge them.
 
 Language: the ``language`` column when a ``langid`` stage ran before, else
 ``default_language``. ``model`` is the model of ``language`` (default: the language
-written in its card); ``models`` adds more languages (``{de: models/lm/de.arpa}``).
+written in its card); ``models`` adds more languages (``{de: models/lm/de.arpa}``), and
+``models_dir`` a folder of them (``lm train --by-language --out-dir``, keyed by the
+language in each card). Documents kept because their language has no model are counted
+in the stage's ``passed_no_model`` counter (run report, ``changes``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ class PerplexityConfig(StageConfig):
     model: str | None = None
     language: str | None = None
     models: dict[str, str] = field(default_factory=dict)
+    #: a folder of per-language models (``lm train --by-language --out-dir``), keyed by
+    #: the language in each card; adds to ``models``
+    models_dir: str | None = None
     default_language: str | None = None
     max_perplexity: float | None = None
     cutoffs: str | None = None
@@ -59,6 +65,11 @@ class PerplexityConfig(StageConfig):
 
     def __post_init__(self) -> None:
         models = dict(self.models)
+        if self.models_dir is not None:
+            from stages._bylang import models_in_dir
+
+            for lang, path in models_in_dir(self.models_dir, "kenlm-ngram", where="perplexity").items():
+                models.setdefault(lang, path)
         if self.model is not None:
             lang = self.language or (read_card(self.model) or {}).get("language") or "en"
             object.__setattr__(self, "language", lang)
@@ -66,8 +77,8 @@ class PerplexityConfig(StageConfig):
                 raise SpecError(f"perplexity: language {lang!r} has two models ({self.model}, {models[lang]})")
             models[lang] = self.model
         if not models:
-            raise SpecError("perplexity: give `model` (a KenLM .arpa/.binary from `datapipe lm train`) "
-                            "or `models: {lang: path}`")
+            raise SpecError("perplexity: give `model` (a KenLM .arpa/.binary from `datapipe lm train`), "
+                            "`models: {lang: path}` or `models_dir` (from `lm train --by-language`)")
         for lang, path in models.items():
             if not fs.is_file(path):
                 raise SpecError(f"perplexity.models[{lang}]: {path} not found; train it with "
@@ -165,4 +176,6 @@ class PerplexityFilter(FilterStage):
                 if keep[i] and b in cfg.drop_buckets:
                     keep[i] = False
                     reasons[i] = f"{b}|{ppl[i]:.1f}"
-        return keep, reasons
+        # kept unjudged, and counted: documents whose language has no model
+        no_model = np.fromiter((lang not in self._lms for lang in self._languages(batch)), dtype=np.int64, count=m)
+        return keep, reasons, {"passed_no_model": no_model}

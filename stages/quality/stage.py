@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import logging
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
@@ -78,7 +78,14 @@ class QualityConfig(StageConfig):
     docstring); when omitted it is ``top_fraction`` if ``top_fraction`` is set, else
     ``threshold``."""
 
-    model: str
+    model: str | None = None
+    #: per-language models (``{de: models/quality/de.bin}``) and/or a folder of them
+    #: (``quality train --by-language --out-dir``, keyed by the language in each card):
+    #: a document is scored by the model of its ``language`` column; ``model``, when
+    #: also given, scores the other languages; without it they are kept unscored and
+    #: counted (``passed_no_model``)
+    models: dict[str, str] = field(default_factory=dict)
+    models_dir: str | None = None
     mode: Literal["threshold", "top_fraction", "pareto", "score"] | None = None
     threshold: float = 0.5
     top_fraction: float | None = None
@@ -90,21 +97,33 @@ class QualityConfig(StageConfig):
     def __post_init__(self) -> None:
         if self.mode is None:
             object.__setattr__(self, "mode", "top_fraction" if self.top_fraction is not None else "threshold")
-        if not fs.is_file(self.model):
-            raise SpecError(f"quality.model: {self.model} not found; train it with `datapipe quality train "
-                            f"--positive ... --negative ... --out {self.model}` (docs/quality.md)")
+        models = dict(self.models)
+        if self.models_dir is not None:
+            from stages._bylang import models_in_dir
+
+            for lang, path in models_in_dir(self.models_dir, "fasttext-quality", where="quality").items():
+                models.setdefault(lang, path)
+        object.__setattr__(self, "models", models)
+        if self.model is None and not models:
+            raise SpecError("quality: give `model` (from `datapipe quality train`), `models: {lang: path}` or "
+                            "`models_dir` (from `quality train --by-language`)")
+        for where, path in ([("model", self.model)] if self.model else []) + [(f"models[{k}]", v) for k, v in models.items()]:
+            if not fs.is_file(path):
+                raise SpecError(f"quality.{where}: {path} not found; train it with `datapipe quality train "
+                                f"--positive ... --negative ... --out {path}` (docs/quality.md)")
         if not 0.0 <= self.threshold <= 1.0:
             raise SpecError(f"quality.threshold must be in [0, 1], got {self.threshold}")
         if self.mode == "top_fraction":
             if self.top_fraction is None or not 0.0 < self.top_fraction <= 1.0:
                 raise SpecError(f"quality.top_fraction must be in (0, 1] for mode top_fraction, got {self.top_fraction}")
             if self.top_fraction_scope == "calibrated":
-                card = read_card(self.model, required=True)
-                if not (card.get("calibration") or {}).get("quantiles"):
-                    raise SpecError(
-                        f"quality.top_fraction: the card of {self.model} has no calibration; run "
-                        f"`datapipe quality calibrate --model {self.model} --input <sample of the corpus>` "
-                        "or set top_fraction_scope: batch")
+                for path in ([self.model] if self.model else []) + list(models.values()):
+                    card = read_card(path, required=True)
+                    if not (card.get("calibration") or {}).get("quantiles"):
+                        raise SpecError(
+                            f"quality.top_fraction: the card of {path} has no calibration; run "
+                            f"`datapipe quality calibrate --model {path} --input <sample of the corpus>` "
+                            "or set top_fraction_scope: batch")
         elif self.top_fraction is not None:
             raise SpecError(f"quality.top_fraction only applies to mode top_fraction (mode is {self.mode})")
         if self.pareto_alpha <= 0:
@@ -122,28 +141,58 @@ class QualityFilter(FilterStage):
 
     def setup(self) -> None:
         cfg: QualityConfig = self.config
-        card = read_card(cfg.model, required=True)
+        #: language (None: the fallback ``model``) -> (fastText model, normalisation, threshold)
+        self._models: dict[str | None, tuple] = {}
+        for lang, path in ([(None, cfg.model)] if cfg.model else []) + sorted(cfg.models.items()):
+            self._models[lang] = self._load(path)
+
+    def _load(self, path: str) -> tuple:
+        cfg: QualityConfig = self.config
+        card = read_card(path, required=True)
         if card.get("kind") != "fasttext-quality":
-            raise SpecError(f"quality.model: {cfg.model} is not a quality classifier card (kind {card.get('kind')!r})")
-        self._norm = TextNorm.from_dict(card.get("textnorm"))
-        self._model = fasttext_compat.load(cfg.model)
-        labels = [lab.removeprefix("__label__") for lab in self._model.get_labels()]
+            raise SpecError(f"quality.model: {path} is not a quality classifier card (kind {card.get('kind')!r})")
+        model = fasttext_compat.load(path)
+        labels = [lab.removeprefix("__label__") for lab in model.get_labels()]
         if cfg.label not in labels:
-            raise SpecError(f"quality.label {cfg.label!r} is not a label of {cfg.model} (labels: {labels})")
-        self._threshold = cfg.threshold
+            raise SpecError(f"quality.label {cfg.label!r} is not a label of {path} (labels: {labels})")
+        threshold = cfg.threshold
         if cfg.mode == "top_fraction" and cfg.top_fraction_scope == "calibrated":
             q = card["calibration"]["quantiles"]
             if len(q) != QUANTILE_POINTS:
-                log.warning("calibration of %s has %d quantiles (expected %d)", cfg.model, len(q), QUANTILE_POINTS)
-            self._threshold = calibrated_threshold(q, cfg.top_fraction)
-            log.info("quality: top %.3g of the calibration sample = score >= %.4f", cfg.top_fraction, self._threshold)
+                log.warning("calibration of %s has %d quantiles (expected %d)", path, len(q), QUANTILE_POINTS)
+            threshold = calibrated_threshold(q, cfg.top_fraction)
+            log.info("quality: %s: top %.3g of the calibration sample = score >= %.4f", path, cfg.top_fraction,
+                     threshold)
+        return model, TextNorm.from_dict(card.get("textnorm")), threshold
+
+    def _model_keys(self, batch: pa.Table) -> list:
+        """Per row, the key of the model that scores it (a language, None for the
+        fallback ``model``), or ``...`` when no model covers its language."""
+        if not self.config.models:
+            return [None] * batch.num_rows
+        langs = batch.column("language").to_pylist() if "language" in batch.column_names else [None] * batch.num_rows
+        return [lg if lg in self._models else (None if None in self._models else ...) for lg in langs]
 
     def annotate(self, batch: pa.Table):
         texts = batch.column(S.TEXT).to_pylist()
-        norm = self._norm.one_line
-        return {QUALITY_SCORE: positive_scores(self._model, [norm(t) for t in texts], self.config.label)}
+        keys = self._model_keys(batch)
+        scores = np.full(len(texts), np.nan, dtype=np.float32)
+        for key, (model, norm, _) in self._models.items():
+            idx = [i for i, k in enumerate(keys) if k == key and k is not ...]
+            if idx:
+                scores[idx] = positive_scores(model, [norm.one_line(texts[i]) for i in idx], self.config.label)
+        return {QUALITY_SCORE: pa.array(scores, pa.float32(), mask=np.isnan(scores))}
 
     def keep(self, batch: pa.Table):
+        keep, reasons = self._keep_scored(batch)
+        keys = self._model_keys(batch)
+        no_model = np.fromiter((k is ... for k in keys), dtype=np.int64, count=len(keys))
+        if no_model.any():  # unscored: kept, and counted
+            keep = np.asarray(keep, dtype=bool) | no_model.astype(bool)
+            reasons = [None if n else r for n, r in zip(no_model.tolist(), reasons)]
+        return keep, reasons, {"passed_no_model": no_model}
+
+    def _keep_scored(self, batch: pa.Table):
         cfg: QualityConfig = self.config
         scores = batch.column(QUALITY_SCORE).to_numpy(zero_copy_only=False).astype(np.float32)
         m = len(scores)
@@ -160,7 +209,9 @@ class QualityFilter(FilterStage):
             keep = np.zeros(m, dtype=bool)
             keep[order[:k]] = True
             return keep, [None if kk else f"below_top_fraction|{s:.4f}" for kk, s in zip(keep.tolist(), scores.tolist())]
-        t = self._threshold
-        keep = scores >= t
+        keys = self._model_keys(batch)
+        thr = np.array([self._models[k][2] if k is not ... else 0.0 for k in keys], dtype=np.float64)
+        keep = scores >= thr
         rule = "below_top_fraction" if cfg.mode == "top_fraction" else "below_threshold"
-        return keep, [None if k else f"{rule}|{s:.4f}<{t:.4f}" for k, s in zip(keep.tolist(), scores.tolist())]
+        return keep, [None if k else f"{rule}|{s:.4f}<{th:.4f}" for k, s, th in zip(keep.tolist(), scores.tolist(),
+                                                                                   thr.tolist())]
