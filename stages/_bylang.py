@@ -51,7 +51,9 @@ def split_by_language(inputs: Sequence[str], workdir: str, *, lang_key: str | No
     paths: dict[str, str] = {}
     fields = (lang_key,) if lang_key else ()
     try:
-        for doc in corpus.iter_docs(list(inputs), text_key=text_key, fields=fields):
+        # plain text files are cut into paragraph pieces, so a file mixing languages is split
+        for doc in corpus.iter_docs(list(inputs), text_key=text_key, fields=fields,
+                                    text_split={"split": "paragraphs", "max_chars": 4000}):
             if not doc.text.strip():
                 continue
             lang = doc.fields.get(lang_key) if lang_key else identify(doc.text)

@@ -517,11 +517,58 @@ def _cmd_train(args: argparse.Namespace) -> int:
         exclude=tuple(args.exclude), search=args.search,
         textnorm=textnorm_from_args(args), fasttext=ft,
     )
+    if args.by_language:
+        return _train_by_language(args, cfg)
+    if not args.out:
+        raise SpecError("quality train: give --out PATH (one model) or --by-language --out-dir DIR (one per language)")
     card = train_quality(cfg)
     h = card["heldout"]
     print(json.dumps({"model": cfg.out, "auc": h["auc"], "precision": h["precision"], "recall": h["recall"],
                       "heldout_examples": h["examples"], "train_examples": card["data"]["train_examples"],
                       "calibrated": card["calibration"] is not None, "seconds": card["seconds"]}, indent=2))
+    return 0
+
+
+def _train_by_language(args: argparse.Namespace, cfg: QualityTrainConfig) -> int:
+    """One classifier per language present on both sides: ``OUT_DIR/<lang>.bin`` and its
+    card (with ``language``), the language from ``--lang-key`` or ``--langid``; the
+    quality stage's ``models_dir`` reads the folder."""
+    import dataclasses
+    import tempfile
+
+    from stages._bylang import split_by_language
+    from stages._card import read_card, write_card
+
+    if not args.out_dir:
+        raise SpecError("quality train --by-language: give --out-dir DIR (models are written as DIR/<lang>.bin)")
+    kw = dict(lang_key=args.lang_key, langid=args.langid, text_key=args.text_key, languages=args.languages or (),
+              min_docs=args.min_docs)
+    summary: dict[str, Any] = {}
+    with tempfile.TemporaryDirectory(prefix="quality-by-language-") as work:
+        pos, pos_n = split_by_language(args.positive, work, tag="positive", **kw)
+        neg, neg_n = split_by_language(args.negative, work, tag="negative", **kw)
+        cal = split_by_language(args.calibrate, work, tag="calibrate", **kw)[0] if args.calibrate else {}
+        os.makedirs(args.out_dir, exist_ok=True)
+        for lang in sorted(set(pos) & set(neg)):
+            out = os.path.join(args.out_dir, f"{lang}.bin")
+            one = dataclasses.replace(cfg, positive=(pos[lang],), negative=(neg[lang],), out=out,
+                                      calibrate=(cal[lang],) if lang in cal else ())
+            card = train_quality(one)
+            card = read_card(out, required=True)
+            card["language"] = lang
+            card["by_language"] = {"language_from": args.lang_key or "lid.176", "positive_docs": pos_n[lang],
+                                   "negative_docs": neg_n[lang], "positive": list(args.positive),
+                                   "negative": list(args.negative)}
+            write_card(out, card)
+            summary[lang] = {"model": out, "auc": card["heldout"]["auc"], "positive_docs": pos_n[lang],
+                             "negative_docs": neg_n[lang], "calibrated": card.get("calibration") is not None}
+    skipped = sorted((set(pos_n) | set(neg_n)) - set(summary))
+    print(json.dumps({"out_dir": args.out_dir, "models": summary,
+                      "skipped_languages": {k or "(none)": [pos_n.get(k, 0), neg_n.get(k, 0)] for k in skipped}},
+                     indent=2))
+    if not summary:
+        raise SpecError("quality train --by-language: no language has both positive and negative documents "
+                        f"(at least --min-docs {args.min_docs} each)")
     return 0
 
 
@@ -544,7 +591,14 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
                    help="text to keep more of (main text of crawled pages: html:/warc: inputs; wiki, books)")
     t.add_argument("--negative", nargs="+", required=True,
                    help="text to push down: boilerplate:<html/warc> (what the extractor removed), raw web text")
-    t.add_argument("--out", required=True, help="model path, e.g. models/quality.bin (card: models/quality.card.json)")
+    t.add_argument("--out", help="model path, e.g. models/quality.bin (card: models/quality.card.json)")
+    t.add_argument("--by-language", action="store_true",
+                   help="one classifier per language found on both sides, written as OUT_DIR/<lang>.bin")
+    t.add_argument("--out-dir", help="--by-language: folder of the models (the quality stage's models_dir)")
+    t.add_argument("--lang-key", help="--by-language: field holding the language (default: --langid)")
+    t.add_argument("--langid", help="--by-language: fastText language-ID model (default: the packaged lid.176)")
+    t.add_argument("--languages", nargs="+", help="--by-language: only these languages")
+    t.add_argument("--min-docs", type=int, default=20, help="--by-language: skip languages with fewer documents")
     t.add_argument("--chunk-words", type=int, default=128, help="words per training example (default 128)")
     t.add_argument("--min-words", type=int, default=16, help="drop shorter chunks (default 16)")
     t.add_argument("--max-examples", type=int, default=40_000, help="chunks per class at most (default 40000)")
