@@ -3,6 +3,13 @@ would write around fastText / KenLM, on the same documents, in the same run.
 
     .venv/bin/python bench/model_filters.py [--docs 3000] [--batch-rows 256]
         [--quality-model M.bin] [--lm-model M.arpa]
+    .venv/bin/python bench/model_filters.py --quality-dir DIR --lm-dir DIR   # per language
+
+Per language (issue 27; ``--quality-dir``/``--lm-dir`` from ``quality train`` / ``lm
+train --by-language``): the real web pages of ``corpora/web/html`` (German, English and
+a few others), language from the packaged lid.176, scored by the stages with
+``models_dir`` beside a loop that picks each document's model by its language (and
+skips languages without one).
 
 Without model paths it first trains small ones from the shared corpora
 ($DATAPIPE_SHARED, default ../shared) into a temporary folder.
@@ -87,7 +94,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quality-model")
     ap.add_argument("--lm-model")
+    ap.add_argument("--quality-dir", help="per-language classifiers (quality train --by-language)")
+    ap.add_argument("--lm-dir", help="per-language LMs (lm train --by-language)")
     args = ap.parse_args(argv)
+    if args.quality_dir or args.lm_dir:
+        if not (args.quality_dir and args.lm_dir):
+            ap.error("give both --quality-dir and --lm-dir")
+        return by_language(args)
 
     from stages.perplexity import PerplexityConfig, PerplexityFilter
     from stages.quality import QualityConfig, QualityFilter
@@ -159,6 +172,62 @@ def main(argv: list[str] | None = None) -> int:
     for stage in ("quality", "perplexity"):
         s, loop, only = (n / best[f"{stage}: {k}"] for k in ("stage", "loop", "model only"))
         print(f"| {stage:<10} | {s:13,.0f} | {loop:21,.0f} | {s / loop:11.2f}x | {only:10,.0f} |")
+    return 0
+
+
+def by_language(args: argparse.Namespace) -> int:
+    """The stages with ``models_dir`` vs a per-language loop, on real pages."""
+    import pyarrow as pa
+
+    from stages._bylang import identifier, models_in_dir
+    from stages.perplexity import PerplexityConfig, PerplexityFilter
+    from stages.quality import QualityConfig, QualityFilter
+
+    c = shared_dir() / "corpora"
+    texts = [d.text for d in corpus.iter_docs([str(c / "web" / "html" / "*.html.gz")]) if d.text.strip()]
+    identify = identifier(None)
+    langs = [identify(t) for t in texts]
+    nbytes = sum(len(t.encode()) for t in texts)
+    table = S.make_batch(source="bench", ids=[f"bench/{i:08d}" for i in range(len(texts))], texts=texts)
+    table = table.append_column("language", pa.array(langs, pa.string()))
+    batches = [table.slice(i, args.batch_rows) for i in range(0, table.num_rows, args.batch_rows)]
+    qstage = QualityFilter(QualityConfig(models_dir=args.quality_dir, mode="score"))
+    pstage = PerplexityFilter(PerplexityConfig(models_dir=args.lm_dir))
+    qstage.ensure_setup()
+    pstage.ensure_setup()
+    qm = {lg: (fasttext_compat.load(p), TextNorm.from_dict(read_card(p)["textnorm"]))
+          for lg, p in models_in_dir(args.quality_dir, "fasttext-quality", where="bench").items()}
+    lms = {lg: (load_kenlm(p), TextNorm.from_dict((read_card(p) or {}).get("textnorm")))
+           for lg, p in models_in_dir(args.lm_dir, "kenlm-ngram", where="bench").items()}
+
+    def ft_loop():
+        for t, lg in zip(texts, langs):
+            if lg in qm:
+                model, norm = qm[lg]
+                model.f.predict(norm.one_line(t), -1, 0.0, "replace")
+
+    def lm_loop():
+        for t, lg in zip(texts, langs):
+            if lg in lms:
+                lm, norm = lms[lg]
+                total = sum(lm.score(line) for line in norm.lines(t))
+                del total
+
+    cases = {"quality: stage": lambda: [qstage.process(b) for b in batches], "quality: loop": ft_loop,
+             "perplexity: stage": lambda: [pstage.process(b) for b in batches], "perplexity: loop": lm_loop}
+    best = {k: float("inf") for k in cases}
+    for _ in range(args.repeats):
+        for name, fn in cases.items():
+            best[name] = min(best[name], cpu_seconds(fn))
+    n = len(texts)
+    counts = {lg: langs.count(lg) for lg in sorted(set(langs), key=lambda x: (-langs.count(x), str(x)))}
+    print(f"\n{n} web pages, {nbytes / 1e6:.1f} MB of text, languages {counts}; models for "
+          f"{sorted(qm)} (quality) and {sorted(lms)} (LM); docs/s per core (best of {args.repeats})\n")
+    print("| stage (per language) | stage.process | per-language loop (baseline) | stage / loop |")
+    print("|----------------------|--------------:|-----------------------------:|-------------:|")
+    for stage in ("quality", "perplexity"):
+        st, loop = (n / best[f"{stage}: {k}"] for k in ("stage", "loop"))
+        print(f"| {stage:<20} | {st:13,.0f} | {loop:28,.0f} | {st / loop:11.2f}x |")
     return 0
 
 
