@@ -16,14 +16,17 @@ parallel, ``P/dp`` its FSDP shard):
   residual (``4 D``); inside attention ``v``, rotated ``q`` and ``k``, the attention output
   and its reshaped copy (``5 D / tp``); in the MLP ``w1``, ``w3``, ``silu`` and product outputs
   (``4 H / tp``); under bf16 the norms' fp32 copies (``2 x 4 D`` bytes). Checkpointing keeps
-  only what :data:`AC_MODES` says, plus one block's worth being recomputed.
+  only what :data:`AC_MODES` says. **Block transient**: backward works on one block at a
+  time: it recomputes it when checkpointed (its activations again) and holds the gradients
+  of its widest tensors (``w1``, ``w3`` and ``silu`` outputs and three ``D``-wide ones).
 * **loss**: the output head's logits at their widest, four fp32-sized ``tokens x V`` tensors
   (logits, log-softmax, and their two gradients) for all ``b T`` tokens (``loss: plain``) or
-  for one chunk (``loss: chunked``).
+  for one chunk (``loss: chunked``). A transient: backward finishes the loss before it
+  recomputes any block, so only the larger of the two transients counts.
 
-The peak is the larger of the backward peak (everything above but the grad shards) and the
-optimizer-step peak (params + grads + moments, plus one temporary the size of the shard for
-the foreach AdamW; the fused one needs none). Flash / memory-efficient attention is assumed
+The peak is the larger of the backward peak (params, moments, FSDP working set, kept
+activations and the larger transient) and the optimizer-step peak (params + grads + moments,
+plus one temporary the size of the shard for the foreach AdamW; the fused one needs none). Flash / memory-efficient attention is assumed
 (no ``T x T`` scores); a document mask adds its ``b x T x T`` boolean.
 """
 
@@ -51,12 +54,13 @@ class MemoryEstimate:
     optimizer: int
     fsdp: int
     activations: int
+    recompute: int
     loss: int
     step_temp: int
 
     @property
     def backward_peak(self) -> int:
-        return self.params + self.optimizer + self.fsdp + self.activations + self.loss
+        return self.params + self.optimizer + self.fsdp + self.activations + max(self.loss, self.recompute)
 
     @property
     def step_peak(self) -> int:
@@ -78,6 +82,7 @@ class MemoryEstimate:
             f"  optimizer (AdamW moments) {g(self.optimizer)}",
             f"  FSDP unsharded working    {g(self.fsdp)}",
             f"  activations / micro-batch {g(self.activations)}",
+            f"  block transient (bwd)     {g(self.recompute)}",
             f"  loss (logits at widest)   {g(self.loss)}",
             f"  peak: backward {self.backward_peak / GiB:.3f} GiB, optimizer step {self.step_peak / GiB:.3f} GiB "
             f"-> {self.peak / GiB:.3f} GiB{room}{fits}",
@@ -100,19 +105,21 @@ def estimate(m: ModelConfig, *, seq_len: int, micro_batch: int, n_micro: int, dp
     attn_inner = 5 * D // tp * cb
     block_in = D * cb
     full = block_in + 3 * D * cb + attn_inner + 4 * H // tp * cb + (2 * D * 4 if bf16 else 0)
-    per_token = {
-        "none": L * full,
-        "attention": L * (full - attn_inner) + attn_inner,
-        "every_other": math.ceil(L / 2) * block_in + (L // 2) * full + full,
-        "full": L * block_in + full,
+    per_token, again = {
+        "none": (L * full, 0),
+        "attention": (L * (full - attn_inner), attn_inner),
+        "every_other": (math.ceil(L / 2) * block_in + (L // 2) * full, full),
+        "full": (L * block_in, full),
     }[ac]
     per_token += 2 * D * cb + (4 * D if bf16 else 0)       # final norm: its input and output
+    again += (3 * H // tp + 3 * D) * cb                      # gradients of the block's widest tensors
     tokens = micro_batch * seq_len
     acts = tokens * per_token + (micro_batch * seq_len * seq_len if document_mask else 0)
     loss_tokens = tokens if chunk_tokens is None else min(chunk_tokens, tokens)
     loss = 16 * loss_tokens * V + 4 * tokens
     return MemoryEstimate(micro_batch=micro_batch, ac=ac, params=4 * shard, grads=4 * shard, optimizer=8 * shard,
-                          fsdp=fsdp, activations=acts, loss=loss, step_temp=0 if fused_adam else 4 * shard)
+                          fsdp=fsdp, activations=acts, recompute=tokens * again, loss=loss,
+                          step_temp=0 if fused_adam else 4 * shard)
 
 
 def available_bytes(device_type: str, local_ranks: int) -> int | None:

@@ -358,7 +358,8 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
         log_.echo(line)
     spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)
     stop = _StopSignal()
-    first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list()}}
+    first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list(),
+                     "memory_estimate": dataclasses.asdict(r.memory) | {"peak": r.memory.peak}}}
     try:
         while step < total:
             t0 = time.perf_counter()
