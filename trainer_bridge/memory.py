@@ -26,7 +26,8 @@ parallel, ``P/dp`` its FSDP shard):
 
 The peak is the larger of the backward peak (params, moments, FSDP working set, kept
 activations and the larger transient) and the optimizer-step peak (params + grads + moments,
-plus one temporary the size of the shard for the foreach AdamW; the fused one needs none). Flash / memory-efficient attention is assumed
+plus one temporary the size of the shard for the foreach AdamW; the fused one needs none).
+Flash / memory-efficient attention is assumed
 (no ``T x T`` scores); a document mask adds its ``b x T x T`` boolean.
 """
 

@@ -16,7 +16,8 @@ import torch
 import torch.distributed as dist
 
 
-def gather_rank_times(step_time: float, mfu: float | None, device: torch.device) -> tuple[list[float], list[float | None]]:
+def gather_rank_times(step_time: float, mfu: float | None, device: torch.device
+                      ) -> tuple[list[float], list[float | None]]:
     """(step time per rank, MFU per rank), in rank order; a collective over the default group."""
     mine = torch.tensor([step_time, -1.0 if mfu is None else mfu], dtype=torch.float64, device=device)
     parts = [torch.empty_like(mine) for _ in range(dist.get_world_size())]

@@ -102,7 +102,8 @@ class TrainConfig:
         if self.global_batch < 1:
             raise SpecError(f"train: global_batch {self.global_batch} must be >= 1")
         if self.micro_batch not in (None, "auto") and self.micro_batch < 1:
-            raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1, auto, or null (the whole local batch)")
+            raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1, auto, or null "
+                            "(the whole local batch)")
         if self.loss_chunk_tokens < 1 or self.straggler_factor is not None and not self.straggler_factor > 1:
             raise SpecError(f"train: loss_chunk_tokens {self.loss_chunk_tokens} must be >= 1 and straggler_factor "
                             f"{self.straggler_factor} > 1 (or null: off)")
@@ -266,7 +267,7 @@ class Run:
     loader: MixLoader
     micro_batch: int
     total_steps: int
-    bf16: bool
+    precision: str                    # resolved: fp32 | bf16 | fp8
     compiled: bool
     chunk_tokens: int | None
     memory: memory.MemoryEstimate
@@ -316,8 +317,9 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
                                           num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
                                           with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda",
                                           verify=cfg.verify_shards, hash_cache=cfg.hash_cache))
-    return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader, micro_batch=est.micro_batch,
-               total_steps=total, bf16=bf16, compiled=compiled, chunk_tokens=chunk, memory=est, memory_budget=budget)
+    return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader,
+               micro_batch=est.micro_batch, total_steps=total, precision=precision, compiled=compiled,
+               chunk_tokens=chunk, memory=est, memory_budget=budget)
 
 
 def _adamw(model: torch.nn.Module, cfg: TrainConfig, *, fused: bool) -> torch.optim.Optimizer:
@@ -345,15 +347,16 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     total = min(r.total_steps, step + loader.steps_left)
     dp_group = d.mesh["dp"].get_group()
     flops_tok, peak = r.model_cfg.flops_per_token(T), _peak_flops(cfg, d.device)
-    bf16 = r.bf16
+    bf16 = r.precision != "fp32"
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     log_ = _StepLog(cfg, enabled=d.rank == 0, total=total, start_step=step)
     log_.echo(f"run: {r.model_cfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}"
               f"{' bf16' if bf16 else ''}, {r.plan.plan_hash}, steps {step}->{total}, "
               f"global batch {cfg.global_batch} x {T}" + (f", resumed from {resume}" if resume else ""))
     log_.echo(_budget_line(loader, T, ahead=True))
-    log_.echo(f"perf: precision {cfg.precision if cfg.precision != 'auto' else 'bf16' if bf16 else 'fp32'}, "
-              f"compile {'on' if r.compiled else 'off'}, loss {cfg.loss}, micro_batch {r.micro_batch}, ac {r.memory.ac}")
+    log_.echo(f"perf: precision {r.precision}, "
+              f"compile {'on' if r.compiled else 'off'}, loss {cfg.loss}, micro_batch {r.micro_batch}, "
+              f"ac {r.memory.ac}")
     for line in r.memory.lines(r.memory_budget):
         log_.echo(line)
     spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)

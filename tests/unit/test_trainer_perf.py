@@ -74,7 +74,8 @@ def test_memory_auto_choice_trades_micro_batch_and_recomputation():
     assert fits and (est.micro_batch, est.ac) == (8, "none")
     est, fits = memory.choose(m, micro_batch=None, ac="auto", budget=24 << 30, **kw)
     assert fits and est.peak <= 24 << 30 and est.ac != "none"
-    none8 = memory.estimate(m, micro_batch=8, n_micro=1, ac="none", **{k: v for k, v in kw.items() if k != "local_batch"})
+    rest = {k: v for k, v in kw.items() if k != "local_batch"}
+    none8 = memory.estimate(m, micro_batch=8, n_micro=1, ac="none", **rest)
     assert none8.peak > 24 << 30
     est, fits = memory.choose(m, micro_batch=None, ac="auto", budget=12 << 30, **kw)
     assert not fits and (est.micro_batch, est.ac) == (1, "full")
