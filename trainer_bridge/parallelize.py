@@ -80,9 +80,10 @@ def apply_tp(model: nn.Module, tp_mesh: DeviceMesh) -> None:
 #: activation checkpointing modes, least recomputation first: what each keeps for backward
 AC_MODES = {
     "none": "every block's activations",
-    "attention": "each block's activations except its attention internals (q, k, v, scores "
-                 "output), which backward recomputes",
-    "every_other": "all activations of odd blocks; even blocks keep only their input and are recomputed",
+    "attention": "each block's activations except its attention internals (v, rotated q and k, the "
+                 "attention output), which backward recomputes",
+    "every_other": "all activations of odd blocks; even blocks (0, 2, ...) keep only their input and are "
+                   "recomputed",
     "full": "only each block's input; every block is recomputed in backward",
 }
 

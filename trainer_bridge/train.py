@@ -323,14 +323,14 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
 
 
 def _adamw(model: torch.nn.Module, cfg: TrainConfig, *, fused: bool) -> torch.optim.Optimizer:
-    """AdamW, fused (one kernel for all parameters) on CUDA, foreach elsewhere; one parameter
-    group per device mesh, since a multi-tensor kernel cannot mix DTensors of different meshes
-    (FSDP-only root parameters vs FSDP x TP block parameters)."""
-    groups: dict[Any, list[torch.nn.Parameter]] = defaultdict(list)
-    for p in model.parameters():
-        groups[p.device_mesh if isinstance(p, DTensor) else None].append(p)
-    return torch.optim.AdamW([{"params": ps} for ps in groups.values()], lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                             weight_decay=cfg.weight_decay, **({"fused": True} if fused else {"foreach": True}))
+    """AdamW, fused (one kernel for all parameters) on CUDA, foreach elsewhere. One parameter
+    group whatever the layout, so optimizer state (and the LR schedule's per-group state)
+    reshards across dp x tp layouts and loads checkpoints written before this option existed;
+    the multi-tensor kernels take FSDP-only and FSDP x TP DTensors in one call (tested on CPU
+    with gloo at dp=2 x tp=2, foreach and fused alike)."""
+    kernel = {"fused": True} if fused else {"foreach": True}
+    return torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                             weight_decay=cfg.weight_decay, **kernel)
 
 
 def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int | None = None
