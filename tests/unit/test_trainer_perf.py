@@ -104,3 +104,19 @@ def test_fp8_refuses_on_cpu_with_the_requirement():
     assert "precision: fp8 needs a CUDA GPU with float8 tensor cores (Hopper" in why
     with pytest.raises(SpecError, match="precision: fp8 needs a CUDA GPU .*Hopper.* and torchao; device is cpu"):
         TrainConfig(mix="m.yaml", model=CFG, precision="fp8", device="cpu")
+
+
+def test_fp8_run_on_cpu_stops_before_training_naming_the_requirement(shared_dir, tmp_path, capsys):
+    from shard_helper import write_mix, write_text_sources
+
+    from trainer_bridge.train import main
+
+    manifests = write_text_sources(shared_dir, tmp_path / "shards", max_bytes=4_000, sources=("wiki",))
+    mix = write_mix(tmp_path / "mix.yaml", manifests, {"wiki": 1.0}, seq_len=16, token_budget=16 * 64)
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(f"mix: {mix}\nmodel: {{dim: 32, n_layers: 1, n_heads: 2}}\nprecision: fp8\n"
+                   f"metrics_path: {tmp_path / 'm.jsonl'}\n")
+    assert main(["--config", str(cfg)]) == 2   # device auto resolves to cpu here: no silent bf16/fp32 run
+    err = capsys.readouterr().err
+    assert "error: precision: fp8 needs a CUDA GPU with float8 tensor cores (Hopper sm_90" in err
+    assert not (tmp_path / "m.jsonl").exists()
