@@ -105,10 +105,12 @@ def apply_compile(model: nn.Module) -> None:
     """``torch.compile`` each block in place of itself (fullgraph: a graph break is a bug).
 
     Shapes are fixed by the mix's ``seq_len`` and the micro-batch, so each block compiles
-    once; the blocks share the compiled code. State-dict keys gain ``_orig_mod.``, which
+    once; the blocks share the compiled code. ``dynamic=False``: another shape (an evaluation
+    batch of another size) gets its own static graph instead of turning the training graph
+    into a slower dynamic-shape one. State-dict keys gain ``_orig_mod.``, which
     ``torch.distributed.checkpoint.state_dict`` strips, so checkpoints load either way."""
     for i, block in enumerate(model.layers):
-        model.layers[i] = torch.compile(block, fullgraph=True)
+        model.layers[i] = torch.compile(block, fullgraph=True, dynamic=False)
 
 
 def fp8_unavailable(device: torch.device) -> str | None:
