@@ -18,6 +18,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from datapipe.errors import SpecError
+from trainer_bridge.loss import token_losses
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -137,6 +138,10 @@ class GPT(nn.Module):
 
     With ``position_ids`` (restarting at 0 at each document start), rotary positions follow
     documents; with ``document_mask=True`` attention is also block-diagonal per document.
+    With ``labels``, forward returns per-token losses ``[B, T]`` (fp32) instead of logits,
+    computed in chunks of ``loss_chunk_tokens`` tokens so the whole micro-batch's logits never
+    exist at once (:mod:`trainer_bridge.loss`); the loss runs inside forward so that FSDP's
+    gathered output weight is the one it uses.
     """
 
     def __init__(self, cfg: ModelConfig) -> None:
@@ -163,7 +168,8 @@ class GPT(nn.Module):
                 nn.init.trunc_normal_(p, std=std, a=-3 * std, b=3 * std)
 
     def forward(self, input_ids: torch.Tensor, position_ids: torch.Tensor | None = None,
-                document_mask: bool = False) -> torch.Tensor:
+                document_mask: bool = False, labels: torch.Tensor | None = None,
+                loss_chunk_tokens: int | None = None) -> torch.Tensor:
         B, T = input_ids.shape
         if T > self.cfg.max_seq_len:
             raise ValueError(f"sequence length {T} exceeds model.max_seq_len {self.cfg.max_seq_len}")
@@ -179,4 +185,6 @@ class GPT(nn.Module):
         h = self.tok_embeddings(input_ids)
         for layer in self.layers:
             h = layer(h, cos, sin, mask)
-        return self.output(self.norm(h))
+        if labels is None:
+            return self.output(self.norm(h))
+        return token_losses(self.norm(h), self.output, labels, chunk_tokens=loss_chunk_tokens)

@@ -1,5 +1,8 @@
-"""Parallelism applied to :class:`~trainer_bridge.model.GPT` from outside, in a fixed order:
-tensor parallel, then (optionally) activation checkpointing, then FSDP2 ``fully_shard``.
+"""Parallelism applied to :class:`~trainer_bridge.model.GPT` from outside, in a fixed order
+(torchtitan's): float8 linears (optional), tensor parallel, activation checkpointing (per
+:data:`AC_MODES`), ``torch.compile`` of each block, then FSDP2 ``fully_shard`` per block.
+Compiling block by block keeps FSDP's per-block all-gathers and hooks outside the compiled
+graphs and lets every block reuse one compiled graph (the blocks share their code and shapes).
 
 Layout on a 2-D ``DeviceMesh`` ``(dp, tp)``, ranks laid out ``rank = dp_rank * tp + tp_rank``
 (tensor-parallel peers adjacent, i.e. inside one node):
@@ -74,12 +77,73 @@ def apply_tp(model: nn.Module, tp_mesh: DeviceMesh) -> None:
         parallelize_module(block, tp_mesh, plan)
 
 
-def apply_activation_checkpointing(model: nn.Module) -> None:
-    """Recompute each block in backward (memory for compute)."""
+#: activation checkpointing modes, least recomputation first: what each keeps for backward
+AC_MODES = {
+    "none": "every block's activations",
+    "attention": "each block's activations except its attention internals (v, rotated q and k, the "
+                 "attention output), which backward recomputes",
+    "every_other": "all activations of odd blocks; even blocks (0, 2, ...) keep only their input and are "
+                   "recomputed",
+    "full": "only each block's input; every block is recomputed in backward",
+}
+
+
+def apply_activation_checkpointing(model: nn.Module, mode: str) -> None:
+    """Wrap blocks (or their attention) so backward recomputes them (memory for compute)."""
     from torch.distributed.algorithms._checkpoint.checkpoint_wrapper import checkpoint_wrapper
 
+    if mode not in AC_MODES:
+        raise SpecError(f"ac: {mode!r} is not one of {', '.join(AC_MODES)}")
     for i, block in enumerate(model.layers):
-        model.layers[i] = checkpoint_wrapper(block, preserve_rng_state=False)
+        if mode == "full" or (mode == "every_other" and i % 2 == 0):
+            model.layers[i] = checkpoint_wrapper(block, preserve_rng_state=False)
+        elif mode == "attention":
+            block.attention = checkpoint_wrapper(block.attention, preserve_rng_state=False)
+
+
+def apply_compile(model: nn.Module) -> None:
+    """``torch.compile`` each block in place of itself (fullgraph: a graph break is a bug).
+
+    Shapes are fixed by the mix's ``seq_len`` and the micro-batch, so each block compiles
+    once; the blocks share the compiled code. ``dynamic=False``: another shape (an evaluation
+    batch of another size) gets its own static graph instead of turning the training graph
+    into a slower dynamic-shape one. State-dict keys gain ``_orig_mod.``, which
+    ``torch.distributed.checkpoint.state_dict`` strips, so checkpoints load either way."""
+    for i, block in enumerate(model.layers):
+        model.layers[i] = torch.compile(block, fullgraph=True, dynamic=False)
+
+
+def fp8_unavailable(device: torch.device) -> str | None:
+    """Why float8 training cannot run here (None: it can). Never a silent fallback."""
+    if device.type != "cuda":
+        return (f"precision: fp8 needs a CUDA GPU with float8 tensor cores (Hopper sm_90, or Ada sm_89); "
+                f"this run is on {device.type}. Use precision: bf16 (CUDA) or fp32 (CPU)")
+    cc = torch.cuda.get_device_capability(device)
+    if cc < (8, 9):
+        return (f"precision: fp8 needs float8 tensor cores (compute capability >= 8.9: Ada / Hopper); "
+                f"{torch.cuda.get_device_name(device)} is sm_{cc[0]}{cc[1]}. Use precision: bf16")
+    try:
+        import torchao.float8  # noqa: F401
+    except ImportError as e:
+        return (f"precision: fp8 needs torchao (pip install torchao==0.17.0, matching your torch); "
+                f"importing torchao.float8 failed: {e}")
+    return None
+
+
+def apply_fp8(model: nn.Module, device: torch.device) -> None:
+    """torchao float8 training (tensorwise dynamic scaling) on every block's linears; the
+    output head stays in bf16 (its fp8 rounding hurts the loss most, torchtitan does the same)."""
+    why = fp8_unavailable(device)
+    if why:
+        raise SpecError(why)
+    from torchao.float8 import Float8LinearConfig, convert_to_float8_training
+
+    def wanted(mod: nn.Module, fqn: str) -> bool:  # float8 matmuls need dims divisible by 16
+        return (fqn.startswith("layers.") and isinstance(mod, nn.Linear)
+                and mod.in_features % 16 == 0 and mod.out_features % 16 == 0)
+
+    convert_to_float8_training(model, config=Float8LinearConfig.from_recipe_name("tensorwise"),
+                               module_filter_fn=wanted)
 
 
 def apply_fsdp(model: nn.Module, dp_mesh: DeviceMesh, *, param_dtype: torch.dtype | None,
@@ -96,13 +160,22 @@ def apply_fsdp(model: nn.Module, dp_mesh: DeviceMesh, *, param_dtype: torch.dtyp
 
 
 def parallelize(model: nn.Module, dims: ParallelDims, mesh: DeviceMesh, *, bf16: bool = False,
-                activation_checkpointing: bool = False) -> nn.Module:
-    """Apply TP, activation checkpointing and FSDP2 to ``model`` in place (in that order)."""
+                ac: str = "none", compile: bool = False, fp8: bool = False) -> nn.Module:
+    """Apply float8, TP, activation checkpointing, compile and FSDP2 to ``model`` in place
+    (in that order)."""
+    if fp8:
+        if dims.tp > 1:
+            raise SpecError("precision: fp8 with tp > 1 is not supported (float8 tensor-parallel plans are "
+                            "not wired up); use tp: 1 with fp8, or precision: bf16")
+        cuda = mesh.device_type == "cuda"
+        apply_fp8(model, torch.device("cuda", torch.cuda.current_device()) if cuda else torch.device(mesh.device_type))
     if dims.tp > 1:
         apply_tp(model, mesh["tp"])
-    if activation_checkpointing:
-        apply_activation_checkpointing(model)
+    if ac != "none":
+        apply_activation_checkpointing(model, ac)
+    if compile:
+        apply_compile(model)
     apply_fsdp(model, mesh["dp"], param_dtype=torch.bfloat16 if bf16 else None,
                reduce_dtype=torch.float32 if bf16 else None)
-    log.debug("parallelized: dp=%d tp=%d", dims.dp, dims.tp)
+    log.debug("parallelized: dp=%d tp=%d ac=%s compile=%s fp8=%s", dims.dp, dims.tp, ac, compile, fp8)
     return model

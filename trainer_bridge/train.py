@@ -27,21 +27,21 @@ import time
 from collections import defaultdict, deque
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any, Iterable, Literal, Sequence
 
 import torch
 import torch.distributed as dist
-import torch.nn.functional as F
 import yaml
 from torch.distributed.tensor import DTensor
 
 from datapipe.errors import DatapipeError, SpecError
-from trainer_bridge import checkpoint
+from trainer_bridge import checkpoint, memory, perf
+from trainer_bridge.loss import mean_loss
 from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
 from trainer_bridge.mix import resolve_mix
 from trainer_bridge.model import GPT, ModelConfig
 from trainer_bridge.order import SkipRanges
-from trainer_bridge.parallelize import ParallelDims, parallelize
+from trainer_bridge.parallelize import ParallelDims, fp8_unavailable, parallelize
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,8 @@ class TrainConfig:
     dp: int = -1                      # -1: world_size // tp
     tp: int = 1
     global_batch: int = 8             # samples per optimizer step, over all dp ranks
-    micro_batch: int | None = None    # rows per forward/backward on a rank (None: the whole local batch)
+    micro_batch: int | Literal["auto"] | None = "auto"  # rows per forward/backward on a rank (None: the whole
+                                      # local batch; auto: from the memory estimate, docs/trainer.md)
     steps: int | None = None          # None: as many as the mix's token budget allows
     lr: float = 3e-4
     min_lr_ratio: float = 0.1
@@ -70,8 +71,11 @@ class TrainConfig:
     grad_clip: float = 1.0
     seed: int = 0
     device: str = "auto"              # auto | cpu | cuda
-    bf16: bool = True                 # bf16 compute on CUDA (ignored on CPU: fp32)
-    activation_checkpointing: bool = False
+    precision: Literal["auto", "fp32", "bf16", "fp8"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU; fp8: torchao
+    ac: Literal["auto", "none", "attention", "every_other", "full"] = "auto"  # activation checkpointing
+    compile: bool | Literal["auto"] = "auto"  # torch.compile each block; auto: on CUDA only
+    loss: Literal["chunked", "plain"] = "chunked"  # chunked: logits + CE per chunk of tokens (trainer_bridge/loss.py)
+    loss_chunk_tokens: int = 4096
     position_ids: bool = False        # RoPE positions restart at every document
     document_mask: bool = False       # and attention stays inside documents (needs position_ids)
     loader_workers: int = 1
@@ -89,6 +93,7 @@ class TrainConfig:
     metrics_path: str | None = None   # JSONL, one line per step (rank 0)
     batch_digest: bool = False        # log a hash of every global batch (gathers it over dp; for tests)
     peak_tflops: float | None = None  # per device, for MFU; default from the GPU name
+    straggler_factor: float | None = 1.5  # flag a rank whose step time exceeds this x the median (null: off)
     cpu_threads: int | None = None
 
     def __post_init__(self) -> None:
@@ -96,8 +101,15 @@ class TrainConfig:
             raise SpecError(f"train: dp {self.dp} / tp {self.tp} must be >= 1 (dp may be -1: inferred)")
         if self.global_batch < 1:
             raise SpecError(f"train: global_batch {self.global_batch} must be >= 1")
-        if self.micro_batch is not None and self.micro_batch < 1:
-            raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1 or left out")
+        if self.micro_batch not in (None, "auto") and self.micro_batch < 1:
+            raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1, auto, or null "
+                            "(the whole local batch)")
+        if self.loss_chunk_tokens < 1 or self.straggler_factor is not None and not self.straggler_factor > 1:
+            raise SpecError(f"train: loss_chunk_tokens {self.loss_chunk_tokens} must be >= 1 and straggler_factor "
+                            f"{self.straggler_factor} > 1 (or null: off)")
+        if self.precision == "fp8" and self.device == "cpu":
+            raise SpecError("train: precision: fp8 needs a CUDA GPU with float8 tensor cores (Hopper) and torchao; "
+                            "device is cpu. Use precision: fp32 on CPU")
         if self.steps is not None and self.steps < 1:
             raise SpecError(f"train: steps {self.steps} must be >= 1 or left out")
         if self.device not in {"auto", "cpu", "cuda"}:
@@ -255,6 +267,11 @@ class Run:
     loader: MixLoader
     micro_batch: int
     total_steps: int
+    precision: str                    # resolved: fp32 | bf16 | fp8
+    compiled: bool
+    chunk_tokens: int | None
+    memory: memory.MemoryEstimate
+    memory_budget: int | None
 
 
 def build(cfg: TrainConfig, d: Dist) -> Run:
@@ -269,17 +286,30 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
     if mcfg.max_seq_len < plan.seq_len:
         raise SpecError(f"model.max_seq_len {mcfg.max_seq_len} < the mix's seq_len {plan.seq_len}; raise it")
     local = cfg.global_batch // d.dims.dp
-    mb = cfg.micro_batch or local
-    if cfg.global_batch % d.dims.dp or local % mb:
+    mb = local if cfg.micro_batch is None else cfg.micro_batch
+    if cfg.global_batch % d.dims.dp or mb != "auto" and local % mb:
         raise SpecError(f"train: global_batch {cfg.global_batch} must split into dp={d.dims.dp} ranks x "
                         f"micro_batch {mb} rows")
+    cuda = d.device.type == "cuda"
+    precision = cfg.precision if cfg.precision != "auto" else "bf16" if cuda else "fp32"
+    if precision == "fp8" and (why := fp8_unavailable(d.device)):  # never a silent fallback to bf16
+        raise SpecError(why)
+    if precision == "bf16" and not cuda:
+        raise SpecError(f"train: precision: {precision} needs CUDA (this run is on {d.device.type}); use fp32 or auto")
+    bf16, compiled = precision != "fp32", cuda if cfg.compile == "auto" else cfg.compile
+    chunk = cfg.loss_chunk_tokens if cfg.loss == "chunked" else None
+    budget = memory.available_bytes(d.device.type, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+    est, fits = memory.choose(mcfg, seq_len=plan.seq_len, local_batch=local, micro_batch=None if mb == "auto" else mb,
+                              ac=cfg.ac, budget=budget, dp=d.dims.dp, tp=d.dims.tp, bf16=bf16, chunk_tokens=chunk,
+                              document_mask=cfg.document_mask, fused_adam=cuda)
+    if not fits and (mb == "auto" or cfg.ac == "auto"):
+        raise SpecError("train: no micro_batch / ac choice fits the memory available; the smallest:\n"
+                        + "\n".join(est.lines(budget)) + "\nuse more ranks (dp / tp), a smaller model or seq_len")
     torch.manual_seed(cfg.seed)  # the same initial weights on every rank, before sharding
     with torch.device(d.device):
         model = GPT(mcfg)
-    parallelize(model, d.dims, d.mesh, bf16=d.device.type == "cuda" and cfg.bf16,
-                activation_checkpointing=cfg.activation_checkpointing)
-    opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
-                            weight_decay=cfg.weight_decay)
+    parallelize(model, d.dims, d.mesh, bf16=bf16, ac=est.ac, compile=compiled, fp8=precision == "fp8")
+    opt = _adamw(model, cfg, fused=cuda)
     total = cfg.steps or plan.total_samples // cfg.global_batch
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: lr_factor(
         s, warmup=cfg.warmup_steps, total=total, min_ratio=cfg.min_lr_ratio))
@@ -287,8 +317,20 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
                                           num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
                                           with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda",
                                           verify=cfg.verify_shards, hash_cache=cfg.hash_cache))
-    return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader, micro_batch=mb,
-               total_steps=total)
+    return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader,
+               micro_batch=est.micro_batch, total_steps=total, precision=precision, compiled=compiled,
+               chunk_tokens=chunk, memory=est, memory_budget=budget)
+
+
+def _adamw(model: torch.nn.Module, cfg: TrainConfig, *, fused: bool) -> torch.optim.Optimizer:
+    """AdamW, fused (one kernel for all parameters) on CUDA, foreach elsewhere. One parameter
+    group whatever the layout, so optimizer state (and the LR schedule's per-group state)
+    reshards across dp x tp layouts and loads checkpoints written before this option existed;
+    the multi-tensor kernels take FSDP-only and FSDP x TP DTensors in one call (tested on CPU
+    with gloo at dp=2 x tp=2, foreach and fused alike)."""
+    kernel = {"fused": True} if fused else {"foreach": True}
+    return torch.optim.AdamW(model.parameters(), lr=cfg.lr, betas=(cfg.beta1, cfg.beta2),
+                             weight_decay=cfg.weight_decay, **kernel)
 
 
 def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int | None = None
@@ -305,16 +347,22 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     total = min(r.total_steps, step + loader.steps_left)
     dp_group = d.mesh["dp"].get_group()
     flops_tok, peak = r.model_cfg.flops_per_token(T), _peak_flops(cfg, d.device)
-    bf16 = d.device.type == "cuda" and cfg.bf16
+    bf16 = r.precision != "fp32"
     amp = torch.autocast("cuda", dtype=torch.bfloat16) if bf16 else contextlib.nullcontext()
     log_ = _StepLog(cfg, enabled=d.rank == 0, total=total, start_step=step)
     log_.echo(f"run: {r.model_cfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}"
               f"{' bf16' if bf16 else ''}, {r.plan.plan_hash}, steps {step}->{total}, "
               f"global batch {cfg.global_batch} x {T}" + (f", resumed from {resume}" if resume else ""))
     log_.echo(_budget_line(loader, T, ahead=True))
+    log_.echo(f"perf: precision {r.precision}, "
+              f"compile {'on' if r.compiled else 'off'}, loss {cfg.loss}, micro_batch {r.micro_batch}, "
+              f"ac {r.memory.ac}")
+    for line in r.memory.lines(r.memory_budget):
+        log_.echo(line)
     spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)
     stop = _StopSignal()
-    first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list()}}
+    first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list(),
+                     "memory_estimate": dataclasses.asdict(r.memory) | {"peak": r.memory.peak}}}
     try:
         while step < total:
             t0 = time.perf_counter()
@@ -323,13 +371,22 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
             loss_sum, gnorm = _optimizer_step(cfg, r, batch, d.device, amp)
             step += 1
             dist.all_reduce(loss_sum, group=dp_group)  # sum over dp; tp peers hold the same value
-            tps = cfg.global_batch * T / (time.perf_counter() - t0)
-            row = {"step": step, "loss": loss_sum.item() / d.dims.dp, "grad_norm": gnorm.item(),
+            loss_val = loss_sum.item() / d.dims.dp     # waits for the device: the step time below is real
+            dt = time.perf_counter() - t0
+            tps = cfg.global_batch * T / dt
+            row = {"step": step, "loss": loss_val, "grad_norm": gnorm.item(),
                    "lr": r.sched.get_last_lr()[0], "tokens_per_s": tps,
                    "mfu": flops_tok * tps / (peak * d.world_size) if peak else None,
                    "batch": _batch_digest(batch, dp_group) if cfg.batch_digest else None,
                    "samples": [lo, hi], **first}
             first = {}
+            if step % cfg.log_every == 0 or step == total:  # per-rank time / MFU: one small all_gather
+                slow = perf.add_rank_metrics(row, step_time=dt, device=d.device, factor=cfg.straggler_factor,
+                                             mfu=flops_tok * tps / (peak * d.world_size) if peak else None)
+                if slow:
+                    log_.echo(slow)
+            if r.compiled:
+                row["compiled_graphs"] = perf.compiled_graphs()
             jumped = spikes.check(row)
             if jumped:
                 row["spike"] = [j.split()[0] for j in jumped]
@@ -382,8 +439,8 @@ def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], de
         pos = mbatch["position_ids"].to(device) if cfg.position_ids else None
         model.set_requires_gradient_sync(i == len(parts) - 1)  # reduce-scatter once per step
         with amp:
-            logits = model(x, pos, document_mask=cfg.document_mask)
-        loss = F.cross_entropy(logits.flatten(0, 1).float(), y.flatten()) / len(parts)
+            tok = model(x, pos, document_mask=cfg.document_mask, labels=y, loss_chunk_tokens=r.chunk_tokens)
+        loss = mean_loss(tok) / len(parts)
         loss.backward()
         loss_sum += loss.detach()
     gnorm = clip_grad_norm_(model.parameters(), cfg.grad_clip)
