@@ -48,7 +48,7 @@ UNKNOWN = "unknown"
 
 #: The default allow-list: permissive licenses (The Stack's permissive set, abridged).
 PERMISSIVE = ("MIT", "MIT-0", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "BSD-3-Clause-Clear", "0BSD", "ISC",
-              "Unlicense", "CC0-1.0", "Zlib", "BSL-1.0", "PSF-2.0", "Python-2.0", "HPND", "WTFPL", "X11",
+              "Unlicense", "CC0-1.0", "Zlib", "BSL-1.0", "PSF-2.0", "Python-2.0", "HPND", "MIT-CMU", "WTFPL", "X11",
               "Artistic-2.0", "UPL-1.0", "NCSA", "PostgreSQL")
 
 #: (SPDX id, phrases that must all occur, phrases that must not), on text normalised by
@@ -67,6 +67,8 @@ FINGERPRINTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("EPL-2.0", ("eclipse public license", "v 2 0"), ()),
     ("EPL-1.0", ("eclipse public license", "v 1 0"), ()),
     ("Apache-2.0", ("apache license", "version 2 0"), ()),
+    ("Apache-2.0", ("version 2 0 january 2004", "terms and conditions for use reproduction and distribution"), ()),
+    ("MPL-2.0", ("mozilla public license v 2 0",), ()),
     ("Apache-1.1", ("apache software license", "version 1 1"), ()),
     ("Artistic-2.0", ("the artistic license 2 0",), ()),
     ("BSL-1.0", ("boost software license version 1 0",), ()),
@@ -89,6 +91,8 @@ FINGERPRINTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
              "provided that the above copyright notice and this permission notice appear in all copies"), ()),
     ("0BSD", ("permission to use copy modify and or distribute this software for any purpose with or without fee",),
      ()),
+    ("MIT-CMU", ("by obtaining using and or copying this software and or its associated documentation",
+                 "permission to use copy modify and distribute this software and its associated documentation"), ()),
     ("HPND", ("permission to use copy modify and distribute this software and its documentation for any purpose",
               "without fee is hereby granted"), ()),
     ("Zlib", ("this software is provided as is without any express or implied warranty",
@@ -144,7 +148,10 @@ def normalize(expression: str | None) -> str | None:
 
 
 def license_of_text(text: str) -> str | None:
-    """The SPDX id of a license file's text (:data:`FINGERPRINTS`), or None."""
+    """The SPDX id of a license file's text (:data:`FINGERPRINTS`), or None. A file
+    that only names its license (``Apache 2.0``) is read as that name."""
+    if len(text) < 100 and "\n" not in text.strip():
+        return normalize(text)
     t = _norm(text[:200_000])
     best: tuple[int, str] | None = None
     for spdx, need, never in FINGERPRINTS:

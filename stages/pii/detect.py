@@ -39,6 +39,7 @@ from collections import Counter
 from typing import Iterable, Iterator, NamedTuple
 
 from stages.pii import _tables as T
+from stages.pii import secrets as _secrets
 
 logger = logging.getLogger(__name__)
 
@@ -115,6 +116,7 @@ GATES: dict[str, str] = {
     ),
     "jwt": r"eyJ[A-Za-z0-9_\-]{2,}\.",
     "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
+    "secret_assign": _secrets.ASSIGN_GATE,  # values assigned to secret-looking names (secrets.py)
 }
 
 #: The IPv6 gate when private addresses are scrubbed too: any ``::`` or full form.
@@ -133,6 +135,7 @@ FAMILY_TYPES: dict[str, tuple[str, ...]] = {
     "token": ("api_key",),
     "jwt": ("jwt",),
     "private_key": ("private_key",),
+    "secret_assign": ("api_key", "password"),
 }
 
 _A = re.ASCII
@@ -757,6 +760,9 @@ class Detector:
             if EXAMPLE_MARK in body or len(re.sub(r"\s", "", body)) < 16:
                 continue
             yield Span(m.start(), stop, "private_key", label + "PRIVATE KEY" + block)
+
+    def _f_secret_assign(self, text: str) -> Iterator[Span]:
+        return (Span(sp.start, sp.end, sp.type) for sp in _secrets.find(text))
 
     def _f_url_password(self, text: str) -> Iterator[Span]:
         for m in _URL_PW_RE.finditer(text):
