@@ -212,7 +212,7 @@ class CodeFilter(FilterStage):
         self._vendored_re = rf"(?:^|/)(?P<dir>{dirs})/" if dirs else None
         self._lock_re = ("^(?:" + "|".join(re.escape(n) for n in cfg.lock_files) + ")$") if cfg.lock_files else None
         self._gen_names = {k: f"^(?:{rx})$" for k, rx in cfg.generated_names.items()}
-        markers = [re.escape(m.lower()).replace(" ", "[ \t_-]?") for m in cfg.generated_markers]
+        markers = ["[ \t_-]?".join(re.escape(w) for w in m.lower().split()) for m in cfg.generated_markers]
         self._marker_re = ("(?i)(?:" + "|".join(markers) + ")") if markers else None
 
     def keep(self, batch: pa.Table):
