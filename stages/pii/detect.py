@@ -779,7 +779,8 @@ class Detector:
             value = m.group(g)
             if not password_plausible(value):
                 continue
-            if g == 3 and ("(" in value or value in ("None", "null", "nil", "true", "false", "True", "False")):
+            if g == 3 and (re.search(r"[(\[]|^self\.|[,)]$", value)
+                           or value in ("None", "null", "nil", "true", "false", "True", "False")):
                 continue  # code, not a connection string: "password = None", "pw = info.partition(':')"
             window = text[max(0, m.start() - 160):m.end() + 160]
             if len(_CONN_CUE_RE.findall(window)) < 1:

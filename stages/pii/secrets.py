@@ -73,7 +73,7 @@ _NAME_WORD_RE = re.compile(
 _ASSIGN_TAIL_RE = re.compile(
     r"[A-Za-z0-9_.\-]{0,40}[\"']?[ \t]*(?::=|=>|=(?!=)|:(?!:))[ \t]*"
     r"(?:[rbuf]?(?P<q>[\"'`])(?P<quoted>[^\"'`\s\\]{6,300})(?P=q)"      # quoted value
-    r"|(?P<bare>[^\s\"'`,;&#(){}\[\]<>=]{6,300}={0,2})[ \t]*(?:#[^\n]*)?(?:\r?\n|$))")  # bare value to end of line
+    r"|(?P<bare>[^\s\"'`,;&(){}\[\]<>=]{6,300}={0,2})[ \t]*(?:#[^\n]*)?(?:\r?\n|$))")  # bare value to end of line
 _IDENT_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _PLACEHOLDER = re.compile(
     r"(?i)your|example|sample|dummy|placeholder|redacted|changeme|change_me|replace|insert|xxxx|\*\*\*|\.\.\."
