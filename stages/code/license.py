@@ -92,7 +92,7 @@ FINGERPRINTS: tuple[tuple[str, tuple[str, ...], tuple[str, ...]], ...] = (
     ("0BSD", ("permission to use copy modify and or distribute this software for any purpose with or without fee",),
      ()),
     ("MIT-CMU", ("by obtaining using and or copying this software and or its associated documentation",
-                 "permission to use copy modify and distribute this software and its associated documentation"), ()),
+                 "permission to use copy modify and distribute this software and its"), ()),
     ("HPND", ("permission to use copy modify and distribute this software and its documentation for any purpose",
               "without fee is hereby granted"), ()),
     ("Zlib", ("this software is provided as is without any express or implied warranty",
