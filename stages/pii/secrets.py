@@ -80,7 +80,7 @@ _PLACEHOLDER = re.compile(
     r"|^(?:none|null|nil|true|false|undefined|test|testing|secret|token|password|passwd|string|str|bytes|value"
     r"|default|empty|required|optional)$")
 _TEMPLATE = re.compile(r"\$\{|\$[A-Z_]|\{\{|\}\}|^<.*>$|%\(|%s|^\{.*\}$|environ|getenv|process\.env|^ENV\[")
-_TOKENISH = re.compile(r"^[A-Za-z0-9+/=_\-.~:!@#$%^&*]+$")
+_TOKENISH = re.compile(r"^[A-Za-z0-9+/=_\-.~:!@#$%^&*()]+$")
 #: identifiers, not secrets: dotted names, snake_case, SCREAMING_CASE, kebab-case
 _DOTTED_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)+$|^[a-z][a-z0-9]*(?:[_\-][a-z0-9]+)+$"
                           r"|^[A-Z][A-Z0-9]*(?:[_\-][A-Z0-9]+)+$")
