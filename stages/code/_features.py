@@ -31,7 +31,7 @@ _SPACE = np.zeros(256, dtype=bool)
 _SPACE[[9, 10, 13, 32]] = True
 
 #: StarCoder2's encoded-data patterns (Lozhkov et al. 2024, "StarCoder 2 and The Stack
-#: v2", section 3.x "encoded data"): base64 runs, hex byte lists, ``\\u`` escapes.
+#: v2", data preprocessing): base64 runs, hex byte lists, ``\\u`` escapes.
 ENCODED_DATA_RE = (r"[a-zA-Z0-9+/\n=]{64,}"
                    r"|(?:\b(?:0x|\\x)?[0-9a-fA-F]{2}(?:,|\b\s*)){8,}"
                    r"|(?:\\u[0-9a-fA-F]{4}){8,}")

@@ -4,11 +4,11 @@ Where the license comes from, first that answers:
 
 1. the ``license`` column (repository metadata, e.g. The Stack's ``license`` field),
    normalised to an SPDX expression;
-2. the file's own ``SPDX-License-Identifier:`` header (first ``header_chars``);
-3. a license file of the same repository (``LICENSE``, ``LICENCE``, ``COPYING``,
-   ``UNLICENSE``, with any extension, at the repository root) found *in the same batch*,
-   identified from its text; a license file row itself gets its own text's license;
-4. otherwise ``unknown``.
+2. the row is itself a repository-root license file (``LICENSE``, ``LICENCE``,
+   ``COPYING``, ``UNLICENSE``, any suffix): its own text's license;
+3. the file's own ``SPDX-License-Identifier:`` header (first ``header_chars``);
+4. a license file of the same repository found *in the same batch*;
+5. otherwise ``unknown``.
 
 SPDX data and expression handling come from ``license-expression`` (nexB, the library
 under ScanCode; pure Python, ships the SPDX list with ScanCode's aliases and
