@@ -10,6 +10,7 @@ from __future__ import annotations
 from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
+from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
 from stages.dedup import Dedup
 from stages.extract import Extract
 from stages.fineweb import FineWeb
@@ -30,6 +31,9 @@ REGISTRY: dict[str, type[Stage]] = {
     "gopher_quality": GopherQuality,
     "c4": C4,
     "fineweb": FineWeb,
+    "code_filter": CodeFilter,
+    "license": LicenseFilter,
+    "repo_meta": RepoMetaFilter,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "dedup": Dedup,

@@ -40,6 +40,7 @@ from typing import Iterable, Iterator, NamedTuple
 
 from stages.pii import _tables as T
 from stages.pii import phones as P
+from stages.pii import secrets as _secrets
 
 logger = logging.getLogger(__name__)
 
@@ -139,6 +140,7 @@ GATES: dict[str, str] = {
     ),
     "jwt": r"eyJ[A-Za-z0-9_\-]{2,}\.",
     "private_key": r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY",
+    "secret_assign": _secrets.ASSIGN_GATE,  # values assigned to secret-looking names (secrets.py)
 }
 
 #: The IPv6 gate when private addresses are scrubbed too: any ``::`` or full form.
@@ -157,6 +159,7 @@ FAMILY_TYPES: dict[str, tuple[str, ...]] = {
     "token": ("api_key",),
     "jwt": ("jwt",),
     "private_key": ("private_key",),
+    "secret_assign": ("api_key", "password"),
 }
 
 _A = re.ASCII
@@ -800,6 +803,9 @@ class Detector:
                 continue
             yield Span(m.start(), stop, "private_key", label + "PRIVATE KEY" + block)
 
+    def _f_secret_assign(self, text: str) -> Iterator[Span]:
+        return (Span(sp.start, sp.end, sp.type) for sp in _secrets.find(text))
+
     def _f_url_password(self, text: str) -> Iterator[Span]:
         for m in _URL_PW_RE.finditer(text):
             if _SCHEME_TAIL_RE.search(text, max(0, m.start() - 40), m.start()) is None:
@@ -815,6 +821,9 @@ class Detector:
             value = m.group(g)
             if not password_plausible(value):
                 continue
+            if g == 3 and (re.search(r"[(\[]|^self\.|[,)]$", value)
+                           or value in ("None", "null", "nil", "true", "false", "True", "False")):
+                continue  # code, not a connection string: "password = None", "pw = info.partition(':')"
             window = text[max(0, m.start() - 160):m.end() + 160]
             if len(_CONN_CUE_RE.findall(window)) < 1:
                 continue

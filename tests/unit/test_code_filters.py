@@ -1,0 +1,205 @@
+"""The ``code_filter`` stage on real files: minified and unminified builds of the same
+libraries (ray's dashboard bundle and the originals its source map carries; npm's own
+``glob``/``tar`` packages, which ship ``index.min.js`` beside ``index.js``), protobuf
+stubs ray ships, generated stdlib modules, vendored trees, data files; the published
+thresholds at their edges; per-language limits; config errors."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import sysconfig
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from datapipe import schema as S
+from datapipe.errors import SpecError
+from stages import REGISTRY
+from stages.code import CodeFilter, CodeFilterConfig, CodeLimits
+
+import ray
+
+RAY = Path(ray.__file__).parent
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+NPM_MODULES = Path("/usr/lib/node_modules/npm/node_modules")
+EXT = {".py": "Python", ".js": "JavaScript", ".mjs": "JavaScript", ".ts": "TypeScript", ".tsx": "TypeScript",
+       ".json": "JSON", ".yaml": "YAML", ".yml": "YAML", ".csv": "CSV", ".css": "CSS"}
+
+
+def code_batch(files: list[tuple[str, str]], *, repo: str = "r", languages: list[str | None] | None = None) -> pa.Table:
+    """A batch in the ``code`` reader's layout from (path, text) pairs."""
+    n = len(files)
+    b = S.make_batch(source="code", ids=[f"code/{i}" for i in range(n)], texts=[t for _, t in files])
+    langs = languages if languages is not None else [EXT.get(os.path.splitext(p)[1]) for p, _ in files]
+    for name, values, typ in (("repo", [repo] * n, pa.string()), ("path", [p for p, _ in files], pa.string()),
+                              ("language", langs, pa.string())):
+        b = b.append_column(name, pa.array(values, typ))
+    return b
+
+
+def verdicts(files, stage=None, **kw) -> dict[str, str | None]:
+    """path -> rule (``None``: kept)."""
+    out, _ = (stage or CodeFilter()).process(code_batch(files, **kw))
+    return {p: (r.split(":", 1)[1] if r else None)
+            for p, r in zip(out.column("path").to_pylist(), out.column(S.REJECT_REASON).to_pylist())}
+
+
+def read(p: Path) -> str:
+    return p.read_text(encoding="utf-8")
+
+
+def test_registered():
+    assert REGISTRY["code_filter"] is CodeFilter
+
+
+def test_minified_bundle_vs_the_unminified_sources_it_was_built_from():
+    js = RAY / "dashboard/client/build/static/js"
+    bundle = next(js.glob("main.*.js"))
+    smap = json.loads(read(next(js.glob("main.*.js.map"))))
+    originals = dict(zip(smap["sources"], smap["sourcesContent"]))
+    picks = ["../node_modules/react-window/src/createListComponent.js", "../node_modules/stylis/src/Serializer.js",
+             "../node_modules/@popperjs/core/lib/dom-utils/getNodeName.js", "common/JobStatus.tsx",
+             "pages/node/NodeRow.tsx", "../node_modules/@mui/material/Chip/Chip.js"]
+    files = [("static/js/main.js", read(bundle))] + [(p.replace("../node_modules/", "lib/"), originals[p]) for p in picks]
+    # the minified builds the bundle includes, by name and by content
+    minified = [p for p in originals if p.endswith(".production.min.js") and p.count("node_modules") == 1][:3]
+    minified.append("../node_modules/dayjs/plugin/utc.js")
+    assert len(minified) == 4
+    files += [(p.replace("../node_modules/", "lib/"), originals[p]) for p in minified]
+    v = verdicts(files)
+    assert v["static/js/main.js"] == "minified"
+    for p in picks:
+        assert v[p.replace("../node_modules/", "lib/")] is None, p
+    for p in minified:
+        assert v[p.replace("../node_modules/", "lib/")] == "minified", p
+
+
+@pytest.mark.skipif(not NPM_MODULES.is_dir(), reason="npm's bundled node_modules not installed here")
+def test_npm_packages_ship_min_beside_plain_builds():
+    pairs = [Path(p) for p in glob.glob(str(NPM_MODULES / "*/dist/*/index.min.js"))]
+    assert pairs, "expected npm's glob/tar packages with index.min.js"
+    files = []
+    for m in pairs:
+        rel = "/".join(m.relative_to(NPM_MODULES).parts).replace("/dist/", "/")  # dist/ is a vendored path
+        files.append((f"pkg/{rel}", read(m)))
+        files.append((f"pkg/{rel[:-len('index.min.js')]}index.js", read(m.with_name("index.js"))))
+        # the same minified text under a plain name: caught by its content
+        files.append((f"pkg/{rel[:-len('index.min.js')]}bundle.js", read(m)))
+    v = verdicts(files)
+    for p, r in v.items():
+        if p.endswith("index.js"):
+            assert r is None, p
+        else:
+            assert r == "minified", (p, r)
+    # the same files under node_modules/ are vendored, whatever they hold
+    v = verdicts([(f"node_modules/{p[4:]}", t) for p, t in files])
+    assert set(v.values()) == {"vendored"}
+
+
+def test_protobuf_stubs_and_generated_stdlib_modules():
+    stubs = sorted(RAY.rglob("*_pb2.py"))[:5] + sorted(RAY.rglob("*_pb2_grpc.py"))[:3]
+    assert len(stubs) == 8
+    files = [(str(p.relative_to(RAY.parent)), read(p)) for p in stubs]
+    generated = ["keyword.py", "token.py"]  # "This file is automatically generated; please don't edit it."
+    hand = ["json/decoder.py", "json/encoder.py", "textwrap.py", "heapq.py", "bisect.py", "shlex.py"]
+    files += [(f"Lib/{p}", read(STDLIB / p)) for p in generated + hand]
+    v = verdicts(files)
+    for p, _ in files[:8]:
+        assert v[p] == "generated", p
+    out, stats = CodeFilter().process(code_batch(files))
+    details = dict(zip(out.column("path").to_pylist(), out.column(S.REJECT_DETAIL).to_pylist()))
+    assert {details[p] for p, _ in files[:8]} == {"protobuf"}
+    for p in generated:
+        assert (v[f"Lib/{p}"], details[f"Lib/{p}"]) == ("generated", "header")
+    for p in hand:
+        assert v[f"Lib/{p}"] is None, p
+    # every drop is counted with its reason
+    assert stats["code"].dropped == {"code_filter:generated": 10}
+    assert stats["code"].docs_in == len(files) and stats["code"].docs_out == len(hand)
+
+
+def test_vendored_trees_lock_files_and_source_maps():
+    vendored = sorted((RAY.parent / "setuptools/_vendor").rglob("*.py"))[:4] if (RAY.parent / "setuptools/_vendor").is_dir() else []
+    files = [(f"src/setuptools/_vendor/{p.name}", read(p)) for p in vendored]
+    body = read(STDLIB / "bisect.py")
+    files += [("web/node_modules/left-pad/index.js", body), ("third_party/zlib/x.py", body),
+              ("pkg/dist/app.py", body), ("build/lib/app.py", body), ("src/distance.py", body),
+              ("vendoring.py", body), ("rebuild/x.py", body)]
+    js = RAY / "dashboard/client/build/static/js"
+    files += [("static/js/main.js.map", read(next(js.glob("main.*.js.map")))),
+              ("yarn.lock", body), ("poetry.lock", body), ("sub/Cargo.lock", body), ("locking.py", body)]
+    lock = Path("/usr/lib/google-cloud-sdk/platform/gsutil/third_party/rsa/Pipfile.lock")
+    if lock.is_file():
+        files.append(("Pipfile.lock", read(lock)))
+    v = verdicts(files)
+    for p, _ in files[: len(vendored)]:
+        assert v[p] == "vendored"
+    assert [v[p] for p in ("web/node_modules/left-pad/index.js", "third_party/zlib/x.py", "pkg/dist/app.py",
+                           "build/lib/app.py")] == ["vendored"] * 4
+    assert [v[p] for p in ("src/distance.py", "vendoring.py", "rebuild/x.py", "locking.py")] == [None] * 4
+    assert v["static/js/main.js.map"] == "source_map"
+    assert {v[p] for p in ("yarn.lock", "poetry.lock", "sub/Cargo.lock")} == {"lock_file"}
+    if lock.is_file():
+        assert v["Pipfile.lock"] == "lock_file"
+
+
+def test_data_files_per_language():
+    found = sorted((RAY / "dashboard").rglob("*.json"))
+    jsons = [p for p in found if p.stat().st_size > 6000][:2]
+    small = [p for p in found if 60 < p.stat().st_size < 4000][:2]
+    assert jsons and small
+    files = [(f"big{i}.json", read(p)) for i, p in enumerate(jsons)] + [(f"small{i}.json", read(p)) for i, p in enumerate(small)]
+    files.append(("data/table.csv", "a,b\n1,2\n"))
+    v = verdicts(files)
+    assert [v[f"big{i}.json"] for i in range(len(jsons))] == ["data_file"] * len(jsons)
+    assert [v[f"small{i}.json"] for i in range(len(small))] == [None] * len(small)
+    assert v["data/table.csv"] == "excluded_language"
+    # per-language choice: JSON up to 1 MB is code here, CSV kept
+    stage = CodeFilter(CodeFilterConfig(languages={"JSON": {"max_size": 1_000_000}, "CSV": {"exclude": False}}))
+    v = verdicts(files, stage=stage)
+    assert set(v.values()) == {None}
+
+
+def test_starcoder_thresholds_at_their_edges():
+    base = read(STDLIB / "heapq.py")  # real code that passes every rule
+    line = "x = '" + "a b " * 300  # 1,205 characters, spaced (not minified)
+    files = [
+        ("ok.py", base),
+        ("line1000.py", base + "\n" + line[:1000] + "\n"),
+        ("line1001.py", base + "\n" + line[:1001] + "\n"),
+        ("symbols.py", ("# " + "=-" * 30 + "\n") * 20),
+        ("blob.py", base + "\nICON = '" + "QUJDREVGR0g" * 120 + "'\n"),  # a 1,320-character base64 run
+    ]
+    v = verdicts(files)
+    assert v == {"ok.py": None, "line1000.py": None, "line1001.py": "max_line_length", "symbols.py": "alnum_fraction",
+                 "blob.py": "max_line_length"}
+    # the rules beneath the first failure, alone
+    off = dict(max_line_length=None, max_mean_line_length=None)
+    v = verdicts(files, stage=CodeFilter(CodeFilterConfig(defaults=CodeLimits(**off))))
+    assert v["symbols.py"] == "alnum_fraction" and v["blob.py"] == "encoded_data" and v["line1001.py"] is None
+    # every threshold is the config's: null turns a rule off
+    all_off = CodeLimits(max_line_length=None, max_mean_line_length=None, min_alnum_fraction=None,
+                         max_encoded_fraction=None, max_encoded_run=None, max_size=None, max_lines=None)
+    assert set(verdicts(files, stage=CodeFilter(CodeFilterConfig(defaults=all_off))).values()) == {None}
+
+
+def test_per_language_limits_inherit_defaults():
+    cfg = CodeFilterConfig(defaults=CodeLimits(max_line_length=2000), languages={"Go": {"max_lines": 10}})
+    lim = cfg.limits_by_language()
+    assert lim["Go"].max_lines == 10 and lim["Go"].max_line_length == 2000
+    assert lim["JSON"].max_size == 5000 and lim["JSON"].max_line_length == 2000  # built-in entry, user defaults
+    text = read(STDLIB / "heapq.py")
+    v = verdicts([("a.go", text), ("a.py", text)], stage=CodeFilter(cfg), languages=["Go", "Python"])
+    assert v == {"a.go": "too_many_lines", "a.py": None}
+
+
+def test_config_errors_name_the_field_and_fix():
+    with pytest.raises(SpecError, match="languages.JSON: unknown threshold"):
+        CodeFilterConfig(languages={"JSON": {"max_bytes": 1}})
+    with pytest.raises(SpecError, match="min_alnum_fraction must be a fraction"):
+        CodeLimits(min_alnum_fraction=25)
+    with pytest.raises(SpecError, match="min_size 10 > max_size 5"):
+        CodeFilterConfig(languages={"YAML": {"min_size": 10, "max_size": 5}})

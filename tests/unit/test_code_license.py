@@ -1,0 +1,146 @@
+"""Licenses of code on real license texts: the installed packages' ``*.dist-info``
+license files against their own METADATA, Debian's ``/usr/share/common-licenses``,
+SPDX headers of installed sources; the repository join within a batch, the allow-list
+filter and the repository metadata filter."""
+
+from __future__ import annotations
+
+import email
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from datapipe import schema as S
+from datapipe.errors import SpecError
+from stages import REGISTRY
+from stages.code.license import (LicenseConfig, LicenseFilter, RepoMetaConfig, RepoMetaFilter, allowed,
+                                 header_license, license_of_text, normalize)
+
+import attr
+
+SITE = Path(attr.__file__).parent.parent
+COMMON = Path("/usr/share/common-licenses")
+
+
+def code_batch(rows: list[dict]) -> pa.Table:
+    n = len(rows)
+    b = S.make_batch(source="code", ids=[f"code/{i}" for i in range(n)], texts=[r["text"] for r in rows])
+    for col, typ in (("repo", pa.string()), ("path", pa.string()), ("language", pa.string()),
+                     ("license", pa.string()), ("stars", pa.int64()), ("forks", pa.int64()),
+                     ("archived", pa.bool_())):
+        b = b.append_column(col, pa.array([r.get(col) for r in rows], typ))
+    return b
+
+
+def dist_info_labels() -> list[tuple[str, str, Path]]:
+    """(package, SPDX id from its METADATA's License-Expression, its license file) for
+    every installed package declaring a single license."""
+    out = []
+    for d in sorted(SITE.glob("*.dist-info")):
+        meta = email.message_from_string((d / "METADATA").read_text(encoding="utf-8", errors="replace"))
+        label = normalize(meta.get("License-Expression") or "")
+        if not label or " " in label:
+            continue
+        files = sorted(p for p in d.rglob("*") if p.is_file() and re.match(r"(?i)(licen[cs]e|copying)", p.name))
+        if files:
+            out.append((d.name, label, files[0]))
+    return out
+
+
+def test_registered():
+    assert REGISTRY["license"] is LicenseFilter and REGISTRY["repo_meta"] is RepoMetaFilter
+
+
+def test_installed_packages_license_files_match_their_metadata():
+    labelled = dist_info_labels()
+    assert len(labelled) >= 20
+    got = {name: license_of_text(f.read_text(encoding="utf-8", errors="replace")) for name, _, f in labelled}
+    right = [name for name, label, _ in labelled if got[name] == label]
+    assert len({label for _, label, _ in labelled}) >= 4  # several licenses, not one
+    assert len(right) / len(labelled) >= 0.95, [(n, lab, got[n]) for n, lab, _ in labelled if got[n] != lab]
+
+
+@pytest.mark.skipif(not COMMON.is_dir(), reason="no /usr/share/common-licenses (Debian base-files) here")
+def test_common_license_texts():
+    expect = {"Apache-2.0": "Apache-2.0", "GPL-3": "GPL-3.0-only", "GPL-2": "GPL-2.0-only",
+              "LGPL-2.1": "LGPL-2.1-only", "LGPL-3": "LGPL-3.0-only", "MPL-2.0": "MPL-2.0", "BSD": "BSD-3-Clause",
+              "CC0-1.0": "CC0-1.0"}
+    got = {name: license_of_text((COMMON / name).read_text(encoding="utf-8", errors="replace"))
+           for name in expect if (COMMON / name).is_file()}
+    assert len(got) >= 6
+    assert got == {k: expect[k] for k in got}
+
+
+def test_spdx_headers_and_metadata_names():
+    # attrs' sources carry "# SPDX-License-Identifier: MIT"
+    src = (SITE / "attr" / "filters.py").read_text(encoding="utf-8")
+    assert header_license(src) == "MIT"
+    assert header_license("/* SPDX-License-Identifier: GPL-2.0+ */\nint x;") == "GPL-2.0-or-later"
+    assert header_license("x = 1\n") is None
+    assert [normalize(x) for x in ("apache-2.0", "MIT License", "bsd-3-clause", "mit OR apache-2.0", "no such",
+                                   "unknown", None)] == ["Apache-2.0", "MIT", "BSD-3-Clause", "MIT OR Apache-2.0",
+                                                         None, None, None]
+    allow = frozenset({"MIT", "Apache-2.0"})
+    assert allowed("MIT OR GPL-3.0-only", allow) and not allowed("MIT AND GPL-3.0-only", allow)
+    assert allowed("Apache-2.0 WITH LLVM-exception", allow)
+
+
+@pytest.mark.skipif(not (COMMON / "GPL-3").is_file(), reason="no /usr/share/common-licenses/GPL-3 here")
+def test_repository_license_joined_to_its_files_and_filtered():
+    gpl = (COMMON / "GPL-3").read_text(encoding="utf-8")
+    attrs_files = sorted((SITE / "attr").glob("*.py"))[:3]
+    plain = (SITE / "attr" / "__init__.py").read_text(encoding="utf-8")
+    rows = [
+        # a GPL repository: its LICENSE row and a file without a header
+        {"repo": "a/gpl", "path": "LICENSE", "text": gpl},
+        {"repo": "a/gpl", "path": "src/mod.py", "text": "def f():\n    return 1\n"},
+        # attrs: files with SPDX MIT headers, no license file in the batch
+        *[{"repo": "b/attrs", "path": f"src/attr/{p.name}", "text": p.read_text(encoding="utf-8")} for p in attrs_files],
+        # metadata says Apache-2.0 (The Stack's license column), whatever the text
+        {"repo": "c/meta", "path": "x.py", "text": plain, "license": "apache-2.0"},
+        {"repo": "c/dual", "path": "y.py", "text": plain, "license": "MIT OR GPL-3.0"},
+        # no license anywhere
+        {"repo": "d/none", "path": "z.py", "text": "print(1)\n"},
+    ]
+    out, stats = LicenseFilter().process(code_batch(rows))
+    lic = out.column("license").to_pylist()
+    src = out.column("license_source").to_pylist()
+    reason = out.column(S.REJECT_REASON).to_pylist()
+    assert lic[:2] == ["GPL-3.0-only"] * 2 and src[:2] == ["license_file", "repository_file"]
+    assert reason[:2] == ["license:not_allowed"] * 2
+    k = 2 + len(attrs_files)
+    assert [r for r in lic[2:k] if r != "MIT"] == [] and set(src[2:k]) <= {"header", "repository_file"}
+    assert reason[2:k] == [None] * len(attrs_files)
+    assert (lic[k], src[k], reason[k]) == ("Apache-2.0", "metadata", None)
+    assert (lic[k + 1], reason[k + 1]) == ("MIT OR GPL-3.0-only", None)
+    assert (lic[k + 2], src[k + 2], reason[k + 2]) == ("unknown", "none", "license:unknown")
+    assert stats["code"].dropped == {"license:not_allowed": 2, "license:unknown": 1}
+    # unknown is kept only when the user says so
+    out, _ = LicenseFilter(LicenseConfig(allow_unknown=True)).process(code_batch(rows))
+    assert out.column(S.REJECT_REASON).to_pylist()[k + 2] is None
+
+
+def test_repo_meta_filter():
+    rows = [{"repo": "a", "path": "a.py", "text": "x", "stars": 3, "forks": 1, "archived": False},
+            {"repo": "b", "path": "b.py", "text": "x", "stars": 50, "forks": 0, "archived": False},
+            {"repo": "c", "path": "c.py", "text": "x", "stars": 50, "forks": 9, "archived": True},
+            {"repo": "d", "path": "d.py", "text": "x"},
+            {"repo": "e", "path": "e.py", "text": "x", "stars": 50, "forks": 9, "archived": False}]
+    stage = RepoMetaFilter(RepoMetaConfig(min_stars=10, min_forks=1, drop_archived=True))
+    out, stats = stage.process(code_batch(rows))
+    assert out.column(S.REJECT_REASON).to_pylist() == ["repo_meta:stars", "repo_meta:forks", "repo_meta:archived",
+                                                       None, None]
+    assert out.column(S.REJECT_DETAIL).to_pylist()[:2] == ["3", "0"]
+    strict = RepoMetaFilter(RepoMetaConfig(min_stars=10, keep_missing=False))
+    assert strict.process(code_batch(rows))[0].column(S.REJECT_REASON).to_pylist()[3] == "repo_meta:missing"
+
+
+def test_config_errors():
+    with pytest.raises(SpecError, match="not SPDX ids"):
+        LicenseConfig(allow=("Apache 2.0",))
+    with pytest.raises(SpecError, match="non-empty list"):
+        LicenseConfig(allow=())
+    with pytest.raises(SpecError, match="min_stars must be >= 0"):
+        RepoMetaConfig(min_stars=-1)
