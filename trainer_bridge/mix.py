@@ -444,8 +444,8 @@ class MixPlan:
         if old.get("version") != PLAN_KEY_VERSION:
             return f"the checkpoint's plan description has version {old.get('version')!r}, not {PLAN_KEY_VERSION}"
         if (old["seq_len"], old["seed"]) != (self.seq_len, self.seed):
-            return (f"seq_len/seed changed from {old['seq_len']}/{old['seed']} to {self.seq_len}/{self.seed}, "
-                    "which moves every sample")
+            return (f"seq_len or seed changed (seq_len {old['seq_len']} -> {self.seq_len}, seed {old['seed']} -> "
+                    f"{self.seed}), which moves every sample")
         new_sources = self.prefix_key()["sources"]
         for i, src in enumerate(old["sources"]):
             if i >= len(new_sources) or new_sources[i]["name"] != src["name"]:
