@@ -812,10 +812,25 @@ def _cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_plot(args: argparse.Namespace) -> int:
+    from trainer_bridge.plot import plot_mix, read_metrics
+
+    try:
+        plan = resolve_mix(args.mix)
+        if args.metrics and not Path(args.metrics).is_file():
+            raise SpecError(f"mix plot: metrics file {args.metrics} not found (the trainer's metrics_path)")
+        out = plot_mix(plan, args.out, metrics=read_metrics(args.metrics) if args.metrics else None)
+    except DatapipeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    print(f"wrote {out}")
+    return 0
+
+
 def add_cli(subparsers: "argparse._SubParsersAction") -> argparse.ArgumentParser:
-    """Add ``mix new`` and ``mix plan`` to a CLI; each leaf sets ``func(args) -> exit code``."""
-    p = subparsers.add_parser("mix", help="write and resolve mix manifests")
-    sub = p.add_subparsers(dest="mix_command", required=True, metavar="{new,plan}")
+    """Add ``mix new``, ``mix plan`` and ``mix plot`` to a CLI; each leaf sets ``func(args) -> exit code``."""
+    p = subparsers.add_parser("mix", help="write, resolve and plot mix manifests")
+    sub = p.add_subparsers(dest="mix_command", required=True, metavar="{new,plan,plot}")
     n = sub.add_parser("new", help="write a mix manifest from source manifests and weights")
     n.add_argument("sources", nargs="+", metavar="MANIFEST=WEIGHT", help="source manifest.json and its token fraction")
     n.add_argument("-o", "--out", required=True, help="mix YAML to write (e.g. mixes/my.yaml)")
@@ -831,11 +846,16 @@ def add_cli(subparsers: "argparse._SubParsersAction") -> argparse.ArgumentParser
     pl.add_argument("--verify-hashes", action="store_true", help="also recompute every shard's content hash")
     pl.add_argument("--json", action="store_true", help="print the plan as JSON")
     pl.set_defaults(func=_cmd_plan)
+    pp = sub.add_parser("plot", help="PNG of the weights over the schedule and, with --metrics, loss per source")
+    pp.add_argument("mix", help="mix manifest YAML")
+    pp.add_argument("-o", "--out", required=True, help="PNG to write")
+    pp.add_argument("--metrics", help="a trainer metrics.jsonl: also plot per-source train/validation loss")
+    pp.set_defaults(func=_cmd_plot)
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m trainer_bridge.mix {new,plan} ...`` (the same commands as ``datapipe mix``)."""
+    """``python -m trainer_bridge.mix {new,plan,plot} ...`` (the same commands as ``datapipe mix``)."""
     parser = argparse.ArgumentParser(prog="python -m trainer_bridge.mix")
     sub = parser.add_subparsers(dest="command", required=True)
     add_cli(sub)
