@@ -464,7 +464,7 @@ class MixPlan:
                 break
             label = f"phase {g['phase']!r}" if g["phase"] else "the mix's weights"
             h = by_start.get(g["start"])
-            if h is None or h["from"] != g["from"] or (h["from"] is not None and h["end"] != g["end"]):
+            if h is None or h["from"] != g["from"] or (h["from"] is not None and h != g):
                 kind = "transition" if g["from"] is not None else "segment"
                 return (f"{label}: its {kind} starting at sample {g['start']:,} (token {g['start'] * T:,}) is not "
                         f"in the new mix as it was, but samples from {g['start']:,} up to the checkpoint's cursor "
