@@ -1,20 +1,26 @@
 """Mix manifests (``mixes/*.yaml``) and the mix plan they resolve to.
 
-A mix manifest names source manifests with token-fraction weights, a sequence length, a
-seed and a token budget (format: ``docs/formats.md``; math: ``docs/mixes.md``).
+A mix manifest names source manifests with token-fraction weights (or a ``schedule:`` of
+phases by token count, each with its weights and an optional linear transition from the
+previous phase), a sequence length, a seed, a token budget and optionally a held-out
+``validation:`` tail per source (format: ``docs/formats.md``; math: ``docs/mixes.md``).
 :func:`resolve_mix` turns it into a :class:`MixPlan`, whose ``sample(n)`` is a pure function
 of the plan and ``n``: sample ``n`` is ``seq_len + 1`` tokens of one source's stream, the
-source chosen by :class:`~trainer_bridge.order.Interleave`, the window by the keyed
-permutation in :mod:`trainer_bridge.order`. Nothing per sample or per window is stored.
+source chosen by :class:`~trainer_bridge.order.Schedule` (divisor sequences per segment), the
+window by the keyed permutation in :mod:`trainer_bridge.order`. Nothing per sample or per
+window is stored.
 
-The *plan hash* covers what decides the sample sequence (sources' content, weights,
-seq_len, seed) and deliberately not the token budget: raising the budget appends samples
+The *plan hash* covers what decides the sample sequence (sources' content, weights and
+schedule, the validation split, seq_len, seed) and deliberately not the token budget: raising the budget appends samples
 and leaves earlier ones alone, so a run may be extended and still resume. Sources' content
 enters as the manifests' per-shard counts and content hashes; :meth:`MixPlan.verify_content`
 (which the loader runs by default) proves the files still have those hashes, so the plan
 hash stands for the bytes actually read.
 
-``datapipe mix new`` / ``datapipe mix plan`` live here too (:func:`add_cli`).
+:meth:`MixPlan.prefix_key` / :meth:`MixPlan.prefix_problem` decide whether an edited mix still
+serves a checkpoint's trained samples identically (a mid-run reweight).
+
+``datapipe mix new`` / ``plan`` / ``plot`` live here too (:func:`add_cli`).
 """
 
 from __future__ import annotations
