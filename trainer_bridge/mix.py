@@ -267,10 +267,11 @@ class PlanReport:
         return [fmt(head), fmt(["-" * w for w in widths])] + [fmt(row) for row in body]
 
     def format(self) -> str:
+        # with a schedule the run's "weight" column is each source's realised share of the budget
         head = ["source", "weight", "tokens available", "windows", "samples", "tokens drawn", "epochs"]
-        body = [[r.name, f"{float(r.weight):.4f}" if not self.phases else "-", f"{r.tokens_available:,}",
+        body = [[r.name, f"{float(r.weight):.4f}", f"{r.tokens_available:,}",
                  f"{r.windows:,}", f"{r.samples:,}", f"{r.tokens_drawn:,}", f"{r.epochs:.3f}"] for r in self.rows]
-        body.append(["total", "1.0000" if not self.phases else "-", f"{sum(r.tokens_available for r in self.rows):,}",
+        body.append(["total", "1.0000", f"{sum(r.tokens_available for r in self.rows):,}",
                      f"{sum(r.windows for r in self.rows):,}", f"{self.samples:,}",
                      f"{self.samples * self.seq_len:,}", ""])
         lines = [f"mix {self.name}: seq_len {self.seq_len}, seed {self.seed}, token budget "
@@ -621,7 +622,9 @@ class MixPlan:
         rows, warnings = [], []
         for i, name in enumerate(self.names):
             epochs = counts[i] / self.n_windows[i]
-            rows.append(SourcePlan(name=name, manifest=self.spec.sources[i].manifest, weight=self.weights[i],
+            # with a schedule, the run's weight of a source is its realised share of the budget
+            weight = Fraction(counts[i], max(1, n)) if self.spec.schedule else self.weights[i]
+            rows.append(SourcePlan(name=name, manifest=self.spec.sources[i].manifest, weight=weight,
                                    tokens_available=self.streams[i].n_tokens, windows=self.n_windows[i],
                                    samples=counts[i], tokens_drawn=counts[i] * self.seq_len, epochs=epochs))
             if epochs > self.spec.warn_epochs:
