@@ -119,7 +119,8 @@ class MixLoader:
                 raise SpecError(
                     f"loader state was saved for mix plan {old_hash!r}, but this run resolves to "
                     f"{self.plan.plan_hash!r}, and the mix {self.plan.spec.path or self.plan.spec.name} was edited "
-                    f"in a way that changes samples this checkpoint already trained on (global samples before its cursor {n:,}): {problem}. "
+                    f"in a way that changes samples this checkpoint already trained on (global samples before its "
+                    f"cursor {n:,}): {problem}. "
                     "Edit only what comes after the cursor, or resume from an earlier checkpoint")
             changes = changes + [{"at": n, "from": old_hash, "to": self.plan.plan_hash}]
             log.warning("mix changed at global sample %d (plan %s -> %s): samples before it are as trained, the "

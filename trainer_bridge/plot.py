@@ -147,8 +147,8 @@ def plot_mix(plan: MixPlan, out: str | Path, *, metrics: Sequence[dict[str, Any]
         bottom = _Panel(d, font, PANEL_H, (0, max(steps)), (lo - pad, hi + pad),
                         "loss per source (lines: train, every log step; dots: validation)", "step", "loss")
         for s in names:
-            bottom.line([(m["step"], m["loss_by_source"][s]) for m in loss_rows if s in (m.get("loss_by_source") or {})],
-                        color[s], width=2)
+            train = [(m["step"], m["loss_by_source"][s]) for m in loss_rows if s in (m.get("loss_by_source") or {})]
+            bottom.line(train, color[s], width=2)
             val = [(m["step"], m["val_loss"][s]) for m in loss_rows if s in (m.get("val_loss") or {})]
             bottom.line(val, color[s], width=1)
             bottom.dots(val, color[s], r=3.5)

@@ -121,7 +121,8 @@ def test_plan_report_per_phase_and_the_hash_covers_the_schedule(shards, tmp_path
     assert "phase main: samples [0, 300)" in text and "transition over samples [300, 500)" in text
     assert "0.200->0.000" in text  # news fades out
     short = plan_mix(write_sched(tmp_path / "s.yaml", shards, anneal(), budget=400))
-    assert any("transition ends at sample 500, after the end of the token budget" in w for w in short.phases[1].warnings)
+    assert any("transition ends at sample 500, after the end of the token budget" in w
+               for w in short.phases[1].warnings)
 
     base = rep.plan_hash
     same = lambda **kw: plan_mix(write_sched(tmp_path / "b.yaml", shards, **kw)).plan_hash
@@ -138,7 +139,8 @@ def test_plan_report_per_phase_and_the_hash_covers_the_schedule(shards, tmp_path
 def test_schedule_errors_say_what_to_change(shards, tmp_path):
     bad = anneal()
     bad[1]["weights"] = {"wiki": 1, "bookz": 1}
-    with pytest.raises(SpecError, match=r"unknown source\(s\) \['bookz'\]; the mix's sources are \['wiki', 'books', 'news'\]"):
+    with pytest.raises(SpecError, match=r"unknown source\(s\) \['bookz'\]; the mix's sources are "
+                                        r"\['wiki', 'books', 'news'\]"):
         plan_mix(write_sched(tmp_path / "a.yaml", shards, bad))
     with pytest.raises(SpecError, match=r"the last phase \('anneal'\) runs to the end .* remove its tokens"):
         plan_mix(write_sched(tmp_path / "b.yaml", shards, [anneal()[0], {**anneal()[1], "tokens": RAMP * SEQ * 2}]))
