@@ -4,6 +4,7 @@ a tiny training step consumes.
 
     python bench/loader.py                      # synthetic shards (3 sources) in a temp dir
     python bench/loader.py --mix mixes/sample.yaml --seq-len 128
+    python bench/loader.py --schedule           # the same, every measured sample inside a transition
 
 Rows: the baseline; ``MixLoader.batch_at`` (the loader's hot path in the calling thread:
 the same work as the baseline plus the plan); the iterator with W ranks (rank 0 measured),
@@ -13,6 +14,9 @@ makes int64 tensors; the loader also pays for resolving the mix plan (interleave
 permutation, shard lookup) and its prefetch threads. Target: the hot path at >= 90% of the
 baseline, and the loader far above what the trainer consumes. The iterator rows add thread
 hand-offs, which on a loaded machine cost scheduler latency rather than CPU. Shards are written by the real writer and verified (content, once) before timing.
+``--schedule`` replaces the weights with a two-phase schedule whose linear transition covers
+every measured sample: the most expensive part of a schedule to locate (two interleaves and a
+per-source rank per block), so the worst case for the plan math.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from datapipe.shards import SourceShardWriter  # noqa: E402
 from datapipe.tokenizer import TokenizerInfo  # noqa: E402
 from trainer_bridge.loader import LoaderConfig, MixLoader  # noqa: E402
-from trainer_bridge.mix import MixSpec, MixSource, resolve_mix  # noqa: E402
+from trainer_bridge.mix import MixSource, MixSpec, PhaseSpec, resolve_mix  # noqa: E402
 
 VOCAB, EOS = 50_001, 0
 
@@ -136,6 +140,20 @@ def trainer_step(seq: int, vocab: int, batch: int, steps: int = 4) -> float:
     return batch * seq / (sum(times[1:]) / steps)
 
 
+def with_transition(spec: MixSpec) -> MixSpec:
+    """``spec`` with a schedule: its weights for 64,000 tokens, then a linear
+    transition to the weights reversed over 2^30 x 128 tokens (every measured sample is inside it)."""
+    from trainer_bridge.mix import load_manifest
+
+    names = [load_manifest(str(spec.base_dir / s.manifest) if not Path(s.manifest).is_absolute() else s.manifest).source
+             for s in spec.sources]
+    w = [s.weight for s in spec.sources]
+    return dataclasses.replace(
+        spec, sources=tuple(MixSource(manifest=s.manifest) for s in spec.sources),
+        schedule=(PhaseSpec(name="main", tokens=500 * 128, weights=dict(zip(names, w))),
+                  PhaseSpec(name="anneal", transition=2**30 * 128, weights=dict(zip(names, w[::-1])))))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mix", help="an existing mix manifest (default: synthetic shards)")
@@ -144,6 +162,7 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=32, help="rows per rank per step")
     ap.add_argument("--seconds", type=float, default=1.5, help="rough time per measurement")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds; the best of each is reported")
+    ap.add_argument("--schedule", action="store_true", help="measure inside a linear transition between two phases")
     args = ap.parse_args()
     torch.set_num_threads(1)
     tmp = tempfile.TemporaryDirectory(prefix="bench-loader-")
@@ -158,7 +177,10 @@ def main() -> None:
             MixSource(manifest=str(m), weight=1.0) for m in ms)), verify_hashes=True)
         base = MixSpec(name="bench", seq_len=128, token_budget=10**15, seed=1, max_epochs=1e9, warn_epochs=1e9,
                        sources=tuple(MixSource(manifest=str(m), weight=w) for m, w in zip(ms, [0.5, 0.3, 0.2])))
-    print(f"loader bench: {len(base.sources)} sources, batch {args.batch} rows/rank, torch threads 1")
+    if args.schedule:
+        base = with_transition(base)
+    print(f"loader bench: {len(base.sources)} sources, batch {args.batch} rows/rank, torch threads 1"
+          + (", inside a schedule's transition" if args.schedule else ""))
     print(f"{'seq_len':>7}  {'reader (best of ' + str(args.rounds) + ' rounds)':<38} {'wall tok/s':>13} {'vs base':>6}"
           f"  {'tok per CPU-s':>15} {'vs base':>6}")
     for seq in args.seq_len:

@@ -4,7 +4,9 @@ One checkpoint is a DCP directory ``<ckpt_dir>/step-<NNNNNNNN>/`` holding
 
 * ``model`` / ``optim``: sharded state dicts from ``get_state_dict`` (every rank writes its
   shards; DCP reshards on load, so a checkpoint also loads on another dp x tp layout),
-* ``train``: step, LR-scheduler state and the loader state (plan hash, cursor, skip ranges),
+* ``train``: step, LR-scheduler state and the loader state (plan hash, cursor, skip ranges,
+  the plan's prefix key and the mix changes so far; a checkpoint written before those two
+  existed still loads, as a state that only resumes under its own plan hash),
 * ``rng``: torch CPU (and CUDA) generator states. The trainer seeds every rank alike and
   draws no per-rank randomness, so rank 0's states are the ones saved and restored.
 
@@ -212,6 +214,10 @@ def load(path: str | Path, *, model: torch.nn.Module, optimizer: torch.optim.Opt
     training happens.
     """
     state = _state(model, optimizer, scheduler, 0, loader)
+    saved = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
+    for key in ("plan_key", "mix_changes"):  # absent from checkpoints written before mix schedules
+        if f"train.loader.{key}" not in saved:
+            state["train"]["loader"].pop(key)
     dcp.load(state, checkpoint_id=str(path))
     loader.load_state_dict(state["train"]["loader"])
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])

@@ -8,14 +8,19 @@ Contract:
   Rank ``r`` of ``W`` data-parallel ranks gets rows ``[r*G/W, (r+1)*G/W)`` of each global batch,
   so the global batch (ranks' slices concatenated in rank order) does not depend on ``W``, nor
   on how many prefetch threads read it, nor on how the trainer splits it into micro-batches.
-* State is ``{"plan_hash", "samples_committed", "skip"}``: the cursor (plan position after the
-  last batch handed out, skipped samples included) and the skip ranges. Loading a state whose
-  plan hash differs from this plan's is an error: the same cursor would address different
-  samples. :meth:`MixLoader.add_skip` adds ranges at or after the cursor (a resume that skips a
+* State is ``{"plan_hash", "samples_committed", "skip", "plan_key", "mix_changes"}``: the
+  cursor (plan position after the last batch handed out, skipped samples included), the skip
+  ranges, and what decides the samples (:meth:`~trainer_bridge.mix.MixPlan.prefix_key`).
+  Loading a state of another plan is accepted only when this plan serves every sample before
+  the cursor exactly as the saved one did (an edited mix that changes only what follows: a
+  mid-run reweight); the change is appended to ``mix_changes`` (cursor, old and new plan
+  hash) and travels in the state from then on. Any other change is refused naming what
+  moved. :meth:`MixLoader.add_skip` adds ranges at or after the cursor (a resume that skips a
   bad data range); they travel in the state from then on.
 * Each batch is a dict of CPU tensors: ``input_ids`` and ``labels`` (``[G/W, seq_len]``, int64;
-  labels are inputs shifted by one), and ``position_ids`` when asked for (restarting at 0 after
-  every EOS; see :func:`trainer_bridge.mix.position_ids`).
+  labels are inputs shifted by one), ``source`` (``[G/W]``, int64: each row's source index
+  into ``plan.names``; a sample never mixes sources), and ``position_ids`` when asked for
+  (restarting at 0 after every EOS; see :func:`trainer_bridge.mix.position_ids`).
 * The run ends at the plan's token budget (the last partial global batch is not served).
 * What it serves is verified: the plan's shards passed their structural checks when the mix
   was resolved, and with ``verify`` (the default) the loader checks their content before
@@ -26,6 +31,7 @@ Contract:
 from __future__ import annotations
 
 import collections
+import json
 import logging
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -82,6 +88,7 @@ class MixLoader:
         self.config = config
         self.samples_committed = 0
         self.skip = SkipRanges()
+        self.mix_changes: list[dict[str, Any]] = []
         self._pending: collections.deque[tuple[int, Future]] = collections.deque()
         self._pool: ThreadPoolExecutor | None = None
         if config.verify:
@@ -91,18 +98,33 @@ class MixLoader:
     # -- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
         return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed),
-                "skip": self.skip.as_list()}
+                "skip": self.skip.as_list(), "plan_key": json.dumps(self.plan.prefix_key(), sort_keys=True),
+                "mix_changes": json.dumps(self.mix_changes)}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        if state.get("plan_hash") != self.plan.plan_hash:
-            raise SpecError(
-                f"loader state was saved for mix plan {state.get('plan_hash')!r}, but this run resolves to "
-                f"{self.plan.plan_hash!r}: the mix's sources (shard contents), weights, seq_len or seed changed, "
-                "so the saved cursor would address different samples. Resume with the original mix, or start a "
-                "new run (a different token_budget alone does not change the plan)")
         n = int(state["samples_committed"])
         if n < 0:
             raise SpecError(f"loader state: samples_committed {n} must be >= 0")
+        changes = json.loads(state.get("mix_changes") or "[]")
+        old_hash = state.get("plan_hash")
+        if old_hash != self.plan.plan_hash:
+            if not state.get("plan_key"):
+                raise SpecError(
+                    f"loader state was saved for mix plan {old_hash!r}, but this run resolves to "
+                    f"{self.plan.plan_hash!r}: the mix's sources (shard contents), weights, seq_len or seed changed, "
+                    "so the saved cursor would address different samples. Resume with the original mix, or start a "
+                    "new run (a different token_budget alone does not change the plan)")
+            problem = self.plan.prefix_problem(json.loads(state["plan_key"]), n)
+            if problem:
+                raise SpecError(
+                    f"loader state was saved for mix plan {old_hash!r}, but this run resolves to "
+                    f"{self.plan.plan_hash!r}, and the mix {self.plan.spec.path or self.plan.spec.name} was edited "
+                    f"in a way that changes samples this checkpoint already trained on (global samples before its "
+                    f"cursor {n:,}): {problem}. "
+                    "Edit only what comes after the cursor, or resume from an earlier checkpoint")
+            changes = changes + [{"at": n, "from": old_hash, "to": self.plan.plan_hash}]
+            log.warning("mix changed at global sample %d (plan %s -> %s): samples before it are as trained, the "
+                        "new mix applies after it", n, old_hash, self.plan.plan_hash)
         try:
             skip = SkipRanges(state.get("skip") or ())
         except ValueError as e:
@@ -110,6 +132,7 @@ class MixLoader:
         self._drop_pending()
         self.samples_committed = n
         self.skip = skip
+        self.mix_changes = changes
 
     def add_skip(self, ranges: SkipRanges) -> None:
         """Jump over ``ranges`` from now on. A range that starts before the cursor would
@@ -147,15 +170,16 @@ class MixLoader:
         cfg = self.config
         runs = self.skip.runs(self.skip.advance(cursor, cfg.rank * cfg.local_batch), cfg.local_batch)
         tokens = np.empty((cfg.local_batch, self.plan.seq_len + 1), dtype=np.int64)  # the copy widens
+        sources = np.empty(cfg.local_batch, dtype=np.int64)
         row = 0
         for start, n in runs:  # row slices of a C-contiguous array stay contiguous
-            self.plan.read(start, n, out=tokens[row:row + n])
+            self.plan.read(start, n, out=tokens[row:row + n], sources=sources[row:row + n])
             row += n
-        return self._to_tensors(tokens)
+        return self._to_tensors(tokens, sources)
 
-    def _to_tensors(self, tokens: np.ndarray) -> dict[str, torch.Tensor]:
+    def _to_tensors(self, tokens: np.ndarray, sources: np.ndarray) -> dict[str, torch.Tensor]:
         full = torch.from_numpy(tokens)
-        batch = {"input_ids": full[:, :-1], "labels": full[:, 1:]}
+        batch = {"input_ids": full[:, :-1], "labels": full[:, 1:], "source": torch.from_numpy(sources)}
         if self.config.with_position_ids:
             batch["position_ids"] = torch.from_numpy(position_ids(tokens[:, :-1], self.plan.eos_id))
         if self.config.pin_memory:

@@ -24,9 +24,11 @@ Round keys come from ``blake2b(seed, source name, epoch)``: a new order every ep
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import heapq
 import math
+from dataclasses import dataclass
 from fractions import Fraction
 from typing import Sequence
 
@@ -286,3 +288,155 @@ def _check_range(r: Sequence[int]) -> tuple[int, int]:
         raise ValueError(f"skip range {list(r)!r} must be two integers with 0 <= start < end "
                          "(global sample indices, end exclusive)")
     return a, b
+
+
+# ------------------------------------------------------------------ schedules (mixes over time)
+
+
+def ramp_new(m: int | np.ndarray, T: int) -> int | np.ndarray:
+    """Draws taken from the *new* weights among the first ``m`` samples (``0 <= m <= T``) of a
+    linear transition of ``T`` samples: ``floor(m^2 / 2T + 1/2)``, the running sum of the
+    ramp ``λ_i = (i + 1/2) / T`` rounded to the nearest integer. It grows by 0 or 1 per sample
+    (its slope ``(2m + 1) / 2T`` stays below 1), so sample ``i`` is a new-weights draw exactly
+    when ``ramp_new(i + 1) > ramp_new(i)``."""
+    return (m * m + T) // (2 * T)
+
+
+def _ramp_new_array(m: np.ndarray, T: int) -> np.ndarray:
+    if T < 1 << 31:  # m^2 + T fits int64
+        return ramp_new(m.astype(np.int64), T)
+    return np.array([ramp_new(int(x), T) for x in m.tolist()], dtype=np.int64)
+
+
+@dataclass(frozen=True)
+class Segment:
+    """Samples ``[start, end)`` (``end`` None: open, the last segment) drawn with ``weights``
+    (one exact fraction per source, zeros allowed, summing to 1); with ``ramp_from`` the
+    weights move linearly from ``ramp_from`` to ``weights`` over the segment (a transition)."""
+
+    start: int
+    end: int | None
+    weights: tuple[Fraction, ...]
+    ramp_from: tuple[Fraction, ...] | None = None
+    phase: str = ""
+
+
+class _Part:
+    """One interleave over the sources with positive weight, in source order."""
+
+    def __init__(self, weights: Sequence[Fraction]) -> None:
+        self.active = np.array([i for i, w in enumerate(weights) if w > 0], dtype=np.int64)
+        if self.active.size == 0:
+            raise ValueError("a segment needs at least one positive weight")
+        self.il = Interleave([weights[i] for i in self.active.tolist()])
+
+    def counts(self, m: int, S: int) -> list[int]:
+        out = [0] * S
+        for i, c in zip(self.active.tolist(), self.il.counts_at(m)):
+            out[i] = c
+        return out
+
+
+class Schedule:
+    """Source index and per-source draw number of every global sample, for weights that
+    change over the run: a list of :class:`Segment` covering ``[0, ∞)``.
+
+    Inside a constant segment sample ``start + m`` is sample ``m`` of that segment's own
+    :class:`Interleave` (so each source stays within about one sample of its share at every
+    prefix of the segment). Inside a transition of ``T`` samples, :func:`ramp_new` decides
+    whether sample ``m`` is a draw of the old or the new weights; old-weight draws follow the
+    old weights' interleave, new-weight draws the new one's, each from its start. A source's
+    draw numbers continue across segments (its windows' epochs do not restart at a phase).
+    Everything is a function of ``n`` in O(segments + sources²) integer work per call."""
+
+    def __init__(self, segments: Sequence[Segment], n_sources: int) -> None:
+        if not segments or segments[0].start != 0 or segments[-1].end is not None:
+            raise ValueError("segments must start at sample 0 and the last one must be open")
+        for a, b in zip(segments, segments[1:]):
+            if a.end != b.start or not a.start < a.end:
+                raise ValueError(f"segments must be contiguous and non-empty: {a} then {b}")
+        self.S = n_sources
+        self.segments = tuple(segments)
+        self.starts = [s.start for s in segments]
+        self._parts: list[tuple[_Part, _Part | None]] = []
+        for seg in segments:
+            if len(seg.weights) != n_sources or (seg.ramp_from is not None and len(seg.ramp_from) != n_sources):
+                raise ValueError("one weight per source")
+            new = _Part(seg.weights)
+            old = _Part(seg.ramp_from) if seg.ramp_from is not None else None
+            self._parts.append((new, old))
+        self._base: list[np.ndarray] = [np.zeros(n_sources, dtype=np.int64)]
+        for i, seg in enumerate(segments[:-1]):
+            local = self._local_counts(i, seg.end - seg.start)
+            self._base.append(self._base[-1] + np.array(local, dtype=np.int64))
+
+    def _local_counts(self, i: int, m: int) -> list[int]:
+        new, old = self._parts[i]
+        if old is None:
+            return new.counts(m, self.S)
+        T = self.segments[i].end - self.segments[i].start
+        c = ramp_new(m, T)
+        return [a + b for a, b in zip(old.counts(m - c, self.S), new.counts(c, self.S))]
+
+    def segment_of(self, n: int) -> int:
+        return bisect.bisect_right(self.starts, n) - 1
+
+    def counts_at(self, n: int) -> list[int]:
+        """Draws of each source among samples ``[0, n)``."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        i = self.segment_of(n)
+        local = self._local_counts(i, n - self.segments[i].start)
+        return [int(b) + c for b, c in zip(self._base[i].tolist(), local)]
+
+    def run_counts(self, n0: int, count: int) -> tuple[np.ndarray, np.ndarray, list[int], list[int]]:
+        """Samples ``[n0, n0 + count)``: source index, per-source draw index, and each
+        source's draw count before and after the range (as :meth:`Interleave.run_counts`)."""
+        srcs, ks = [], []
+        n, end = n0, n0 + count
+        while n < end:
+            i = self.segment_of(n)
+            seg = self.segments[i]
+            stop = end if seg.end is None else min(end, seg.end)
+            s, k = self._run_segment(i, n - seg.start, stop - n)
+            srcs.append(s)
+            ks.append(k)
+            n = stop
+        if len(srcs) == 1:
+            src, k = srcs[0], ks[0]
+        else:
+            src = np.concatenate(srcs) if srcs else np.zeros(0, np.int64)
+            k = np.concatenate(ks) if ks else np.zeros(0, np.int64)
+        return src, k, self.counts_at(n0), self.counts_at(end)
+
+    def _run_segment(self, i: int, m0: int, count: int) -> tuple[np.ndarray, np.ndarray]:
+        new, old = self._parts[i]
+        base = self._base[i]
+        if old is None:
+            s, k, _, _ = new.il.run_counts(m0, count)
+            src = new.active[s]
+            return src, base[src] + k
+        T = self.segments[i].end - self.segments[i].start
+        c = _ramp_new_array(np.arange(m0, m0 + count + 1, dtype=np.int64), T)
+        is_new = np.diff(c).astype(bool)
+        c0, c1 = int(c[0]), int(c[-1])
+        o0, o1 = m0 - c0, m0 + count - c1
+        src = np.empty(count, dtype=np.int64)
+        src[is_new] = new.active[new.il.run(c0, c1 - c0)[0]]
+        src[~is_new] = old.active[old.il.run(o0, o1 - o0)[0]]
+        start = base + np.array(self._local_counts(i, m0), dtype=np.int64)
+        # the j-th occurrence of a source in this range is its draw start[s] + j
+        order = np.argsort(src, kind="stable")
+        ranked = src[order]
+        occ = np.empty(count, dtype=np.int64)
+        occ[order] = np.arange(count, dtype=np.int64) - np.searchsorted(ranked, ranked, side="left")
+        return src, start[src] + occ
+
+    def weights_at(self, n: float) -> list[float]:
+        """The nominal weights at (possibly fractional) sample position ``n`` (for plots)."""
+        i = self.segment_of(int(n))
+        seg = self.segments[i]
+        if seg.ramp_from is None:
+            return [float(w) for w in seg.weights]
+        lam = min(1.0, max(0.0, (n - seg.start) / (seg.end - seg.start)))
+        return [float(a) * (1 - lam) + float(b) * lam for a, b in zip(seg.ramp_from, seg.weights)]

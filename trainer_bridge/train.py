@@ -36,6 +36,7 @@ from torch.distributed.tensor import DTensor
 
 from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge import checkpoint, memory, perf
+from trainer_bridge.evaluate import SourceLoss, ValidationSet, validate
 from trainer_bridge.loss import mean_loss
 from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
 from trainer_bridge.mix import resolve_mix
@@ -82,7 +83,8 @@ class TrainConfig:
     prefetch: int = 2
     verify_shards: bool = True        # check shard content before training (cached; docs/shards.md)
     hash_cache: str | None = None     # the cache file; None: ~/.cache/datapipe/shard-hashes.json
-    log_every: int = 1
+    log_every: int = 1                # console line and per-source train loss every N steps
+    eval_every: int = 0               # validation loss per source every N steps (the mix's validation:); 0: off
     ckpt_dir: str | None = None
     ckpt_every: int = 0               # 0: only at the end (when ckpt_dir is set)
     ckpt_async: bool = True           # write checkpoints in the background (DCP async_save); false: the step waits
@@ -118,8 +120,8 @@ class TrainConfig:
             raise SpecError("train: document_mask needs position_ids: true")
         if not self.lr > 0 or not 0 <= self.min_lr_ratio <= 1 or self.warmup_steps < 0 or self.grad_clip <= 0:
             raise SpecError("train: need lr > 0, 0 <= min_lr_ratio <= 1, warmup_steps >= 0, grad_clip > 0")
-        if self.ckpt_every < 0 or self.log_every < 1:
-            raise SpecError("train: ckpt_every must be >= 0 and log_every >= 1")
+        if self.ckpt_every < 0 or self.log_every < 1 or self.eval_every < 0:
+            raise SpecError("train: ckpt_every and eval_every must be >= 0 and log_every >= 1")
         if self.spike_factor is not None and not self.spike_factor > 1 or self.spike_window < 2:
             raise SpecError(f"train: spike_factor {self.spike_factor} must be > 1 (or null: off) and "
                             f"spike_window {self.spike_window} >= 2")
@@ -272,6 +274,8 @@ class Run:
     chunk_tokens: int | None
     memory: memory.MemoryEstimate
     memory_budget: int | None
+    src_loss: SourceLoss
+    valset: ValidationSet | None = None
 
 
 def build(cfg: TrainConfig, d: Dist) -> Run:
@@ -317,9 +321,13 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
                                           num_workers=cfg.loader_workers, prefetch=cfg.prefetch,
                                           with_position_ids=cfg.position_ids, pin_memory=d.device.type == "cuda",
                                           verify=cfg.verify_shards, hash_cache=cfg.hash_cache))
+    if cfg.eval_every and plan.spec.validation is None:
+        raise SpecError(f"train: eval_every {cfg.eval_every} needs a validation split in the mix {cfg.mix}: add "
+                        "`validation: {tokens: N}` to it (docs/mixes.md), or set eval_every: 0")
     return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader,
                micro_batch=est.micro_batch, total_steps=total, precision=precision, compiled=compiled,
-               chunk_tokens=chunk, memory=est, memory_budget=budget)
+               chunk_tokens=chunk, memory=est, memory_budget=budget, src_loss=SourceLoss(plan.names, d.device),
+               valset=ValidationSet(plan) if cfg.eval_every else None)
 
 
 def _adamw(model: torch.nn.Module, cfg: TrainConfig, *, fused: bool) -> torch.optim.Optimizer:
@@ -362,7 +370,10 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)
     stop = _StopSignal()
     first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list(),
-                     "memory_estimate": dataclasses.asdict(r.memory) | {"peak": r.memory.peak}}}
+                     "memory_estimate": dataclasses.asdict(r.memory) | {"peak": r.memory.peak},
+                     "mix_changes": loader.mix_changes}}
+    for c in loader.mix_changes:
+        log_.echo(f"mix: changed at global sample {c['at']:,} (plan {c['from']} -> {c['to']})")
     try:
         while step < total:
             t0 = time.perf_counter()
@@ -387,6 +398,13 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
                     log_.echo(slow)
             if r.compiled:
                 row["compiled_graphs"] = perf.compiled_graphs()
+            if step % cfg.log_every == 0 or step == total:  # every rank: one all-reduce of [2, sources]
+                row["loss_by_source"] = r.src_loss.collect(dp_group)
+            if cfg.eval_every and (step % cfg.eval_every == 0 or step == total):
+                row["val_loss"] = validate(r.model, r.valset, rank=d.dp_rank, world=d.dims.dp, rows=r.micro_batch,
+                                           device=d.device, amp=amp, chunk_tokens=r.chunk_tokens,
+                                           with_position_ids=cfg.position_ids, document_mask=cfg.document_mask,
+                                           group=dp_group)
             jumped = spikes.check(row)
             if jumped:
                 row["spike"] = [j.split()[0] for j in jumped]
@@ -440,6 +458,7 @@ def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], de
         model.set_requires_gradient_sync(i == len(parts) - 1)  # reduce-scatter once per step
         with amp:
             tok = model(x, pos, document_mask=cfg.document_mask, labels=y, loss_chunk_tokens=r.chunk_tokens)
+        r.src_loss.add(tok.detach(), mbatch["source"])  # [B, T] fp32 per-token losses
         loss = mean_loss(tok) / len(parts)
         loss.backward()
         loss_sum += loss.detach()
@@ -577,10 +596,18 @@ class _StepLog:
             mfu = f"  mfu {row['mfu']:.1%}" if row["mfu"] is not None else ""
             self.echo(f"step {row['step']:>6}  loss {row['loss']:.4f}  grad_norm {row['grad_norm']:.3f}  "
                       f"lr {row['lr']:.2e}  tok/s {row['tokens_per_s']:,.0f}{mfu}")
+            if row.get("loss_by_source"):
+                self.echo(f"{'':>11}train loss by source: " + _by_source(row["loss_by_source"]))
+        if row.get("val_loss"):
+            self.echo(f"step {row['step']:>6}  val loss by source: " + _by_source(row["val_loss"]))
 
     def close(self) -> None:
         if self.sink:
             self.sink.close()
+
+
+def _by_source(losses: dict[str, float]) -> str:
+    return "  ".join(f"{name} {v:.4f}" for name, v in losses.items())
 
 
 def truncate_metrics(path: Path, step: int) -> int:

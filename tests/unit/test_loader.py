@@ -5,6 +5,7 @@ with the number of windows."""
 from __future__ import annotations
 
 import dataclasses
+import json
 import random
 import time
 import tracemalloc
@@ -141,7 +142,8 @@ def test_resume_at_random_points_on_any_world_size(real):
                                        micro=rng.choice([None, 1]))
             for t in range(5):
                 assert np.array_equal(got[t], ref[step + t]), (world, step, t)
-            assert end == {"plan_hash": plan.plan_hash, "samples_committed": (step + 5) * G, "skip": []}
+            assert end == {"plan_hash": plan.plan_hash, "samples_committed": (step + 5) * G, "skip": [],
+                           "plan_key": json.dumps(plan.prefix_key(), sort_keys=True), "mix_changes": "[]"}
 
 
 def test_batch_tensors_labels_and_positions(real):

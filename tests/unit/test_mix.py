@@ -98,7 +98,7 @@ def test_wrong_type_in_a_mix_names_file_entry_and_field(tmp_path):
     bad.write_text(yaml.safe_dump({"name": "t", "seq_len": SEQ, "token_budget": SEQ * 10,
                                    "sources": [{"manifest": "a/manifest.json", "weight": 1},
                                                {"manifest": "b/manifest.json", "weight": "lots"}]}))
-    with pytest.raises(SpecError, match=r"typo.yaml: sources\[1\]: key 'weight' must be float, got 'lots'"):
+    with pytest.raises(SpecError, match=r"typo.yaml: sources\[1\]: key 'weight' must be float or null, got 'lots'"):
         load_mix(bad)
     bad.write_text(yaml.safe_dump({"name": "t", "seq_len": "64", "token_budget": SEQ * 10, "sources": []}))
     with pytest.raises(SpecError, match=r"typo.yaml: key 'seq_len' must be int, got '64'"):
