@@ -236,11 +236,25 @@ def _options(cls: type, options: Any, fmt: str) -> Any:
 
 class Reader:
     """Base of every reader. Subclasses set ``format``, ``Options`` and ``markup``, and
-    implement :meth:`_records` (and :meth:`_ranges` when a file can be split)."""
+    implement :meth:`_records` (and :meth:`_ranges` when a file can be split).
+
+    How a reader is found (:mod:`datapipe.readers.registry`): a job spec's ``format:``
+    names it; a file named without a format (the model trainers' ``[format:]path``
+    inputs) is given to the reader with the longest of its ``suffixes`` that ends the
+    file's name once a compression suffix is stripped, and :meth:`guess_options` adds
+    what the name implies (a WET file: ``records: conversion``)."""
 
     format: ClassVar[str] = ""
     Options: ClassVar[type]
     markup: ClassVar[bool] = False  # True: documents carry ``raw`` bytes, text is null
+    #: lower-case file name endings (compression suffix stripped) this reader claims when
+    #: a format must be guessed; ``()``: never guessed, only named
+    suffixes: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def guess_options(cls, path: str) -> dict[str, Any] | None:
+        """Options a file's name implies when its format was guessed; None: the defaults."""
+        return None
 
     def __init__(
         self,

@@ -44,6 +44,7 @@ def _open(f: InputFile) -> pq.ParquetFile:
 class ParquetReader(Reader):
     format = "parquet"
     Options = ParquetOptions
+    suffixes = (".parquet",)
 
     def _ranges(self, f: InputFile, split_bytes: int):
         try:

@@ -56,7 +56,7 @@ from warcio.archiveiterator import ArchiveIterator
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto
+from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto, strip_compression
 from datapipe.readers.base import InputFile, ReadSplit, Rec, Reader, byte_ranges, reject
 
 log = logging.getLogger(__name__)
@@ -92,14 +92,18 @@ class WarcOptions:
             raise SpecError(f"option require_2xx must be true or false, got {self.require_2xx!r}")
 
 
+#: file name endings (compression stripped, :func:`strip_compression`) of WET files
+WET_SUFFIXES = (".wet", ".wet.txt")
+
+
 def is_arc(path: str) -> bool:
-    low = path.lower()
-    return low.endswith((".arc", ".arc.gz"))
+    return strip_compression(path).lower().endswith(".arc")
 
 
 def is_wet(path: str) -> bool:
-    low = path.lower()
-    return low.endswith((".wet", ".wet.gz"))
+    """A WET file (extracted text in ``conversion`` records), by name: ``.wet``,
+    ``.wet.txt``, each optionally compressed."""
+    return strip_compression(path).lower().endswith(WET_SUFFIXES)
 
 
 class _QuietIterator(ArchiveIterator):
@@ -225,6 +229,11 @@ def _next_record_start(fh, start: int, end: int | None, gz: bool) -> int | None:
 class WarcReader(Reader):
     format = "warc"
     Options = WarcOptions
+    suffixes = (".warc", ".arc", *WET_SUFFIXES)
+
+    @classmethod
+    def guess_options(cls, path: str) -> dict[str, Any] | None:
+        return {"records": "conversion"} if is_wet(path) else None
 
     def provides(self) -> frozenset[str]:
         if self.options.records == "conversion":
