@@ -29,7 +29,7 @@ ORDER_KEY = "read splits in plan order; within a split xxh3_64(id utf-8, seed), 
 
 
 class ShardSink(DocumentSink):
-    """Token shards of the kept documents (``shards:`` options: :class:`datapipe.shards.ShardOptions`)."""
+    """Token shards of the kept documents (``shards:`` options: :class:`stages.tokenize.writer.ShardOptions`)."""
 
     folder = "shards"
     consumes = frozenset({TOKENS})
@@ -41,7 +41,7 @@ class ShardSink(DocumentSink):
 
     def prepare(self) -> None:
         """The tokenizer's manifest entry, its path as the copy beside the shards."""
-        from datapipe.tokenizer import tokenizer_info
+        from stages.tokenize.identity import tokenizer_info
 
         info = tokenizer_info(self.tokenizer, eos=self.eos)
         name = "tokenizer.json" if os.path.isfile(str(info.path)) else os.path.basename(os.path.normpath(str(info.path)))
@@ -52,7 +52,7 @@ class ShardSink(DocumentSink):
 
     def finish(self, *, staging: str, storage: fs.StorageOptions | None, sources: list[str],
                splits: list[tuple[SinkSplit, dict[str, Any] | None]], documents: list[dict[str, Any]]) -> SinkResult:
-        from datapipe.shards import conservation_problems
+        from stages.tokenize.writer import conservation_problems
 
         manifests = {src: self._merge(src, [(sp, rec) for sp, rec in splits if sp.source == src and rec],
                                       staging, storage) for src in sources}
@@ -103,12 +103,12 @@ class ShardSplitWriter(SplitWriter):
         self.tokens.append(kept.select([S.ID, TOKENS]))
 
     def close(self) -> dict[str, Any] | None:
-        from datapipe.shards import ORDER_COLUMN, SourceShardWriter, _add_order_column, _flat_tokens
+        from stages.tokenize.writer import ORDER_COLUMN, SourceShardWriter, add_order_column, flat_tokens
 
         if not self.tokens:
             return None
         sp, opts = self.split, self.sink.options
-        table = _add_order_column(pa.concat_tables(self.tokens), opts.seed)
+        table = add_order_column(pa.concat_tables(self.tokens), opts.seed)
         table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
         manifest = fs.join(sp.work_dir, sp.part + ".json")
         with local_dir(sp.folder) as local:   # the writer fsyncs and memory-maps real files
@@ -120,7 +120,7 @@ class ShardSplitWriter(SplitWriter):
                                        manifest_path=local_manifest)
             try:
                 for off in range(0, table.num_rows, opts.batch_rows):
-                    flat, lengths = _flat_tokens(table.column(TOKENS).slice(off, opts.batch_rows))
+                    flat, lengths = flat_tokens(table.column(TOKENS).slice(off, opts.batch_rows))
                     writer.add(flat, lengths)
                 writer.finish()
             finally:

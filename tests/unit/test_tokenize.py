@@ -6,7 +6,7 @@ import pytest
 
 from datapipe.errors import JobError, SpecError
 from datapipe.schema import make_batch
-from datapipe.tokenizer import load_tokenizer, tokenizer_info
+from stages.tokenize.identity import load_tokenizer, tokenizer_info
 from stages.tokenize import Tokenize
 
 
