@@ -127,8 +127,10 @@ def test_warc_responses_match_warcio(shared_dir):
         pages, responses = _warcio_pages(f.path, f.rel)
         mine = [r for r in rows if r["origin"].startswith(f.rel + "@")]
         assert len(mine) == responses, f.rel  # every response record: a document or a reject
-        got = [(r["id"], r["url"], r["raw"]) for r in docs(mine)]
-        want = [(S.make_id(SRC, rid), url, payload) for rid, url, payload in pages if payload.strip()]
+        got = [(r["id"], r["source_id"], r["url"], r["raw"]) for r in docs(mine)]
+        # source_id: the WARC-Record-ID users join results back to the crawl by (issue #29)
+        want = [(S.make_id(SRC, rid), None if rid.startswith(f"{f.rel}@") else rid, url, payload)
+                for rid, url, payload in pages if payload.strip()]
         assert got == want, f.rel
         total_pages += len(got)
     assert total_pages >= 60
@@ -159,11 +161,12 @@ def test_wet_conversion_matches_its_warc(shared_dir):
     page_rows = docs(read_all(READERS["warc"](source=SRC), warc))
     assert len(text_rows) == len(page_rows) == 1
     with open(wet[0].path, "rb") as fh:
-        conv = [(r.content_stream().read().decode("utf-8"), r.rec_headers.get_header("WARC-Refers-To"))
-                for r in ArchiveIterator(fh) if r.rec_type == "conversion"]
-    [(ref_text, refers_to)] = conv
+        conv = [(r.content_stream().read().decode("utf-8"), r.rec_headers.get_header("WARC-Refers-To"),
+                 r.rec_headers.get_header("WARC-Record-ID")) for r in ArchiveIterator(fh) if r.rec_type == "conversion"]
+    [(ref_text, refers_to, record_id)] = conv
     t, p = text_rows[0], page_rows[0]
     assert t["text"] == ref_text and t["raw"] is None
+    assert t["source_id"] == record_id and p["source_id"] == refers_to
     assert t["url"] == p["url"] == "https://an.wikipedia.org/wiki/Escopete"
     assert p["id"] == S.make_id(SRC, refers_to)  # the WET record points at this response
     title = ref_text.splitlines()[0]
