@@ -5,8 +5,9 @@ them as ``shards/<source>/<source>-<split>-<shard>.bin/.idx`` with a split manif
 the work area (:class:`ShardSplitWriter`); the driver merges the splits' manifests into
 one ``shards/<source>/manifest.json`` per source (splits in plan order, each shard record
 carrying its ``split``), O(shards), checks that the shards hold exactly the kept
-documents and their tokens + one EOS each, and copies the tokenizer file beside the
-shards so ``datapipe shards inspect`` decodes without being told.
+documents and their tokens + one EOS each, and keeps the tokenizer as ``tokenizer.json``
+beside the shards (a file copied; a GPT-2 folder serialised, same fingerprint) so
+``datapipe shards inspect`` decodes without being told.
 """
 
 from __future__ import annotations
@@ -38,14 +39,26 @@ class ShardSink(DocumentSink):
     def __init__(self, *, tokenizer: str, eos: str | None, options: Any, lineage: Mapping[str, Any]) -> None:
         self.tokenizer, self.eos, self.options, self.lineage = tokenizer, eos, options, dict(lineage)
         self.info = None   # TokenizerInfo, set by prepare()
+        self._copy_from: str | None = None   # the tokenizer.json to copy beside the shards
+        self._serialised: bytes | None = None   # else its content (a GPT-2 folder, serialised)
 
     def prepare(self) -> None:
-        """The tokenizer's manifest entry, its path as the copy beside the shards."""
-        from stages.tokenize.identity import tokenizer_info
+        """The tokenizer's manifest entry, its path the ``tokenizer.json`` kept beside the
+        shards: the file itself, a folder's ``tokenizer.json``, or, for a GPT-2 folder
+        (``vocab.json`` + ``merges.txt``), the loaded tokenizer serialised (same
+        fingerprint), so ``datapipe shards inspect`` decodes whatever form was given."""
+        from stages.tokenize.identity import TOKENIZER_FILE, load_tokenizer, tokenizer_info
 
         info = tokenizer_info(self.tokenizer, eos=self.eos)
-        name = "tokenizer.json" if os.path.isfile(str(info.path)) else os.path.basename(os.path.normpath(str(info.path)))
-        self.info = dataclasses.replace(info, path=name)
+        path = Path(self.tokenizer)
+        if path.is_file():
+            self._copy_from = str(path)
+        elif (path / TOKENIZER_FILE).is_file():
+            self._copy_from = str(path / TOKENIZER_FILE)
+        else:
+            self._copy_from = None
+            self._serialised = load_tokenizer(path).to_str().encode("utf-8")
+        self.info = dataclasses.replace(info, path=TOKENIZER_FILE)
 
     def open(self, split: SinkSplit) -> SplitWriter:
         return ShardSplitWriter(self, split)
@@ -79,8 +92,10 @@ class ShardSink(DocumentSink):
             records.extend({**r, "split": f"{split.index:05d}"} for r in m["shards"])
         folder = fs.join(staging, self.folder, src)
         fs.makedirs(folder, storage)
-        if self.info.path == "tokenizer.json":
-            fs.copy_file(self.tokenizer, fs.join(folder, "tokenizer.json"), storage)
+        if self._copy_from is not None:
+            fs.copy_file(self._copy_from, fs.join(folder, self.info.path), storage)
+        else:
+            fs.write_bytes(fs.join(folder, self.info.path), self._serialised, storage)
         opts = self.options
         blob = make_manifest(folder=Path(folder), source=src, dtype=shard_dtype(self.info.vocab_size),
                              shard_tokens=opts.shard_tokens, span_documents=opts.span_documents,

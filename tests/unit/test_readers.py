@@ -4,6 +4,7 @@ and the same documents whatever the split size."""
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import pickle
 import sysconfig
@@ -385,3 +386,38 @@ def test_readers_and_splits_pickle(shared_dir):
     reader2, splits2 = pickle.loads(pickle.dumps((reader, splits)))
     assert splits2 == splits
     assert same_rows([r for s in splits2 for t in reader2.read(s) for r in t.to_pylist()], read_all(reader, files))
+
+
+def test_file_names_that_are_not_utf8_keep_recoverable_origins(tmp_path):
+    """Issue #29: `\\xff\\xfe.jsonl` and `\\xfe\\xff.jsonl` both became U+FFFD x 6; origins
+    percent-encode the undecodable bytes (and `%`), so each names its own file."""
+    from urllib.parse import unquote_to_bytes
+
+    from datapipe.spec import reader_for_source
+
+    data = tmp_path / "data"
+    data.mkdir()
+    names = [b"\xff\xfe.jsonl", b"\xfe\xff.jsonl", b"100% \xe9t\xe9.jsonl", "caf\u00e9.jsonl".encode()]
+    for i, name in enumerate(names):
+        (data / os.fsdecode(name)).write_text(f'{{"text": "document {i}"}}\n')
+    with open(os.path.join(os.fsencode(data), b"\xff.parquet"), "wb") as fh:
+        pq.write_table(pa.table({"text": ["a parquet row"]}), fh)
+    job = tmp_path / "job.yaml"
+    job.write_text("name: t\noutput: out\nsources:\n  - {name: docs, format: jsonl, paths: [data/*.jsonl]}\n"
+                   "  - {name: table, format: parquet, paths: [data/*.parquet]}\n"
+                   "stages: [{normalize: {}}]\n")
+    spec = load_job(job)
+    reader = reader_for_source(spec, spec.sources[0])
+    rows = [r for split in reader.plan(list(spec.sources[0].files)) for t in reader.read(split) for r in t.to_pylist()]
+    by_text = {r["text"]: r["origin"] for r in rows}
+    assert len(set(by_text.values())) == 4
+    for i, name in enumerate(names):
+        origin = by_text[f"document {i}"]
+        assert origin.endswith("@0")
+        if i == 3:
+            assert origin == "caf\u00e9.jsonl@0"            # valid UTF-8 names stay as they are
+        else:
+            assert unquote_to_bytes(origin[:-2]) == name     # the bytes, recovered
+    table = reader_for_source(spec, spec.sources[1])
+    [row] = [r for split in table.plan(list(spec.sources[1].files)) for t in table.read(split) for r in t.to_pylist()]
+    assert row["origin"] == "%FF.parquet#0"
