@@ -12,6 +12,7 @@ for the tools that train models.
 from __future__ import annotations
 
 from datapipe.readers.base import InputFile, ReadSplit, Reader
+from datapipe.readers.code import CodeReader
 from datapipe.readers.files import HtmlReader, TextReader
 from datapipe.readers.iterate import Document, ReadStats, iter_documents
 from datapipe.readers.jsonl import JsonlReader
@@ -29,6 +30,7 @@ READERS: dict[str, type[Reader]] = {
     "warc": WarcReader,
     "mediawiki": MediaWikiReader,
     "stackexchange": StackExchangeReader,
+    "code": CodeReader,
 }
 
 __all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "guess_format",

@@ -271,6 +271,9 @@ class Reader:
     #: lower-case file name endings (compression suffix stripped) this reader claims when
     #: a format must be guessed; ``()``: never guessed, only named
     suffixes: ClassVar[tuple[str, ...]] = ()
+    #: columns its documents carry besides the base schema (the ``code`` reader's
+    #: ``repo``, ``path``, ``language``...): the job's schema includes them
+    columns: ClassVar[Mapping[str, pa.DataType]] = {}
 
     @classmethod
     def guess_options(cls, path: str) -> dict[str, Any] | None:
@@ -307,7 +310,7 @@ class Reader:
 
     def provides(self) -> frozenset[str]:
         """Columns the documents of this reader carry from the start."""
-        return S.MARKUP_SOURCE_COLUMNS if self.markup else S.TEXT_SOURCE_COLUMNS
+        return (S.MARKUP_SOURCE_COLUMNS if self.markup else S.TEXT_SOURCE_COLUMNS) | frozenset(self.columns)
 
     def plan(self, files: Sequence[InputFile], *, split_bytes: int = 64 << 20) -> list[ReadSplit]:
         """Cut ``files`` into splits of about ``split_bytes`` input bytes.
