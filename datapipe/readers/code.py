@@ -227,6 +227,19 @@ class CodeReader(Reader):
         """``(repo key, repo name, repo folder)`` of a tree file: the nearest folder with
         ``.git`` inside the source, else the root (``repos: git``) or the first folder."""
         root = _root_of(f)
+        cache = self.__dict__.setdefault("_repo_of_dir", {})   # per reader: files of a folder share it
+        folder_key = (root, f.rel.rpartition("/")[0])
+        if folder_key not in cache:
+            cache[folder_key] = self._find_repo(root, f)
+        return cache[folder_key]
+
+    def _real(self, path: str) -> str:
+        cache = self.__dict__.setdefault("_real_dirs", {})
+        if path not in cache:
+            cache[path] = fs.real_key(path)
+        return cache[path]
+
+    def _find_repo(self, root: str, f: InputFile) -> tuple[str, str, str]:
         parts = _parts(f.rel)
         for depth in range(len(parts) - 1, -1, -1):
             folder = fs.join(root, *parts[:depth]) if depth else root
@@ -286,7 +299,7 @@ class CodeReader(Reader):
         path = fs.relative(f.path, folder)
         row = _Row(key=f"{repo}:{path}", origin=f.rel, repo=repo, path=path)
         if fs.is_local(f.path):
-            real, inside = fs.real_key(f.path), fs.real_key(folder)
+            real, inside = fs.real_key(f.path), self._real(folder)
             if not fs.is_inside(real, inside):
                 return self._reject(row, "symlink_outside", f"{f.rel} links to {real}, outside repository {repo}")
         rule = ignore.ignored(folder, path, f.storage)
