@@ -156,8 +156,11 @@ def _archive_repo(path: str) -> str:
 
 
 def _root_of(f: InputFile) -> str:
-    """The source root ``f.rel`` is relative to."""
-    return f.path[: len(f.path) - len(f.rel)].rstrip("/\\") if f.rel and f.path.endswith(f.rel) else fs.parent(f.path)
+    """The source root ``f.rel`` is relative to (a file read on its own, ``rel`` being
+    the path itself as :func:`~datapipe.readers.iter_documents` gives it: its folder)."""
+    if f.rel and f.rel != f.path and f.path.endswith(f.rel):
+        return f.path[: len(f.path) - len(f.rel)].rstrip("/\\")
+    return fs.parent(f.path)
 
 
 def _parts(rel: str) -> list[str]:
@@ -228,9 +231,10 @@ class CodeReader(Reader):
         ``.git`` inside the source, else the root (``repos: git``) or the first folder."""
         root = _root_of(f)
         cache = self.__dict__.setdefault("_repo_of_dir", {})   # per reader: files of a folder share it
-        folder_key = (root, f.rel.rpartition("/")[0])
+        rel = f.rel if f.rel != f.path else fs.basename(f.path)
+        folder_key = (root, rel.rpartition("/")[0])
         if folder_key not in cache:
-            cache[folder_key] = self._find_repo(root, f)
+            cache[folder_key] = self._find_repo(root, rel, f.storage)
         return cache[folder_key]
 
     def _real(self, path: str) -> str:
@@ -239,11 +243,11 @@ class CodeReader(Reader):
             cache[path] = fs.real_key(path)
         return cache[path]
 
-    def _find_repo(self, root: str, f: InputFile) -> tuple[str, str, str]:
-        parts = _parts(f.rel)
+    def _find_repo(self, root: str, rel: str, storage: Any) -> tuple[str, str, str]:
+        parts = _parts(rel)
         for depth in range(len(parts) - 1, -1, -1):
             folder = fs.join(root, *parts[:depth]) if depth else root
-            if self._has_git(folder, f.storage):
+            if self._has_git(folder, storage):
                 return "/".join(parts[:depth]), "/".join(parts[:depth]) or fs.basename(root), folder
         if self.options.repos == "folders" and len(parts) > 1:
             return parts[0], parts[0], fs.join(root, parts[0])
