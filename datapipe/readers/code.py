@@ -482,12 +482,16 @@ class CodeReader(Reader):
         return row
 
     def _grouped(self, rows: list[_Row]) -> list[_Row]:
-        """``group: repository``: the kept rows as one document (path order), the
-        rejected rows as they are."""
-        kept = sorted((r for r in rows if r.reason is None), key=lambda r: r.path or "")
-        out = [r for r in rows if r.reason is not None]
-        if not kept:
-            return out
+        """``group: repository``: each repository's kept rows as one document (path
+        order; repositories in order of first appearance), the rejected rows as they are."""
+        by_repo: dict[str | None, list[_Row]] = {}
+        for r in rows:
+            if r.reason is None:
+                by_repo.setdefault(r.repo, []).append(r)
+        docs = [self._repository_doc(sorted(kept, key=lambda r: r.path or "")) for kept in by_repo.values()]
+        return docs + [r for r in rows if r.reason is not None]
+
+    def _repository_doc(self, kept: list[_Row]) -> _Row:
         first = kept[0]
         sep, header = self.options.separator, self.options.header
         text = sep.join(header.replace("{path}", r.path or "") + (r.text or "") for r in kept)
@@ -502,7 +506,7 @@ class CodeReader(Reader):
                    forks=first.forks, archived=first.archived)
         if len(text.encode("utf-8")) > self.max_doc_bytes:
             doc = self._reject(doc, "too_large", f"repository {first.repo}: {self._too_large(len(text.encode()))}")
-        return [doc] + out
+        return doc
 
     def _table(self, rows: list[_Row]) -> pa.Table:
         src = self.source

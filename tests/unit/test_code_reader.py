@@ -144,6 +144,16 @@ def test_group_repository_and_language_allow_list(sources):
     kept = sorted(set(sources["rels"]) - {r["path"] for r in rejects})
     assert doc["repo"] == REPO and doc["path"] is None and doc["language"] == "Python"
     assert [line[len("# file: "):] for line in doc["text"].splitlines() if line.startswith("# file: ")] == kept
+    # a Stack table of two repositories: one document each, the same text as the tree's
+    two = pq.read_table(sources["stack"] / "part-0.parquet").to_pylist()
+    two = two + [dict(r, max_stars_repo_name="fork") for r in two]
+    (sources["stack"].parent / "two").mkdir(exist_ok=True)
+    pq.write_table(pa.Table.from_pylist(two), sources["stack"].parent / "two" / "t.parquet")
+    docs = [r for r in _read(_inputs([sources["stack"].parent / "two" / "t.parquet"], sources["stack"].parent / "two"),
+                                group="repository", header="# file: {path}\n")
+            if r["_reject_reason"] is None]
+    assert [d["repo"] for d in docs] == [REPO, "fork"] and docs[0]["text"] == docs[1]["text"]
+    assert docs[0]["text"] == doc["text"] and docs[0]["license"] == "MPL-2.0"
     py = _read(files, languages=["Python"])
     assert {r["_reject_reason"] for r in py if r["path"] == "LICENSE"} == {"read:language"}
     assert all(r["language"] == "Python" for r in py if r["_reject_reason"] is None)
