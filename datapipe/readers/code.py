@@ -193,6 +193,8 @@ class CodeReader(Reader):
         if not isinstance(split_bytes, int) or split_bytes <= 0:
             raise SpecError(f"split_bytes must be a positive integer, got {split_bytes!r}")
         layout = self._layout(files)
+        # the source's layout, for reading its splits (a tree split may hold only .jsonl files)
+        self.__dict__["_planned_layout"] = layout
         if layout != "tree":
             odd = [f.rel for f in files if not (_is_archive if layout == "archive" else _is_stack)(f.path)]
             if odd:
@@ -273,7 +275,7 @@ class CodeReader(Reader):
     def _file_rows(self, split: ReadSplit) -> Iterator[list[_Row]]:
         """Lists of file rows, one list per repository unit (an archive, a Stack file, or
         a tree split's files of one repository, in path order)."""
-        layout = self._layout(split.files)
+        layout = self.__dict__.get("_planned_layout") or self._layout(split.files)
         if layout == "tree":
             current: str | None = None
             rows: list[_Row] = []
@@ -288,10 +290,19 @@ class CodeReader(Reader):
             if rows:
                 yield rows
             return
+        whole = self.options.group == "repository"   # a repository document needs all its rows
         for f in split.files:
+            rows = []
             try:
-                yield list(self._archive_rows(f) if layout == "archive" else self._stack_rows(f))
+                for row in self._archive_rows(f) if layout == "archive" else self._stack_rows(f):
+                    rows.append(row)
+                    if not whole and len(rows) >= self.batch_rows:
+                        yield rows
+                        rows = []
+                yield rows
             except FileCorrupt as exc:
+                if rows:
+                    yield rows
                 if self.on_error == "fail":
                     raise CorruptInputError(f.path, f"read:{exc.reason}", exc.detail) from exc
                 log.warning("source %s: skipping %s: read:%s (%s)", self.source, f.path, exc.reason, exc.detail)

@@ -213,3 +213,17 @@ def test_a_job_source_carries_the_code_columns(sources, tmp_path):
     names = plan.phases[0].input_schema.names
     assert {"repo", "path", "language", "size", "license", "stars", "forks", "archived"} <= set(names)
     assert plan.readers["code"].options.languages == ("Python",)
+
+
+def test_a_tree_split_holding_only_data_files_is_still_read_as_a_tree(sources, tmp_path):
+    repo = tmp_path / REPO
+    shutil.copytree(sources["tree"], repo)
+    (repo / "fixtures").mkdir()
+    (repo / "fixtures" / "cases.jsonl").write_text('{"pattern": "*.py"}\n')
+    files = _inputs([p for p in repo.rglob("*") if p.is_file()], repo)
+    reader = READERS["code"](source=SRC)
+    splits = reader.plan(files, split_bytes=1024)
+    assert any(all(f.rel.endswith(".jsonl") for f in s.files) for s in splits)
+    rows = [r for s in splits for t in reader.read(s) for r in t.to_pylist()]
+    [case] = [r for r in rows if r["path"] == "fixtures/cases.jsonl"]
+    assert case["repo"] == REPO and case["language"] == "JSON" and case["text"] == '{"pattern": "*.py"}\n'
