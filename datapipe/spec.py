@@ -6,7 +6,7 @@ output: ../runs/sample          # relative to this file
 on_error: skip                  # skip: corrupt files become counted rejects; fail: stop
 sources:
   - name: news
-    format: jsonl               # jsonl | parquet | text | html | warc
+    format: jsonl               # jsonl | parquet | text | html | warc | mediawiki | stackexchange | code (or a plugin's)
     paths: ["sample_data/news/*.jsonl*"]
     options: {text_key: text, url_key: url}
 stages:
