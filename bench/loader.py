@@ -33,8 +33,8 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from datapipe.shards import SourceShardWriter  # noqa: E402
-from datapipe.tokenizer import TokenizerInfo  # noqa: E402
+from stages.tokenize.identity import TokenizerInfo  # noqa: E402
+from stages.tokenize.writer import SourceShardWriter  # noqa: E402
 from trainer_bridge.loader import LoaderConfig, MixLoader  # noqa: E402
 from trainer_bridge.mix import MixSource, MixSpec, PhaseSpec, resolve_mix  # noqa: E402
 

@@ -172,6 +172,48 @@ def base_regex_split(files: list[InputFile], pattern: str) -> Callable[[], tuple
     return run
 
 
+def base_code_tree(files: list[InputFile]) -> Callable[[], tuple[int, int, int]]:
+    """Read each file, skip the binary (NUL) and non-UTF-8 ones, decode."""
+    def run():
+        n = nbytes = 0
+        for f in files:
+            data = Path(f.path).read_bytes()
+            if b"\x00" in data[:8000] or not data.strip():
+                continue
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+            n += 1
+            nbytes += len(data) - 3 * data.startswith(b"\xef\xbb\xbf")
+        return n, nbytes, len(files)
+    return run
+
+
+def base_code_tar(files: list[InputFile]) -> Callable[[], tuple[int, int, int]]:
+    """A streamed ``tarfile`` loop doing the same checks per member."""
+    import tarfile
+
+    def run():
+        n = nbytes = 0
+        for f in files:
+            with tarfile.open(f.path, "r|*") as tar:
+                for m in tar:
+                    if not m.isfile():
+                        continue
+                    data = tar.extractfile(m).read()
+                    if b"\x00" in data[:8000] or not data.strip():
+                        continue
+                    try:
+                        data.decode("utf-8")
+                    except UnicodeDecodeError:
+                        continue
+                    n += 1
+                    nbytes += len(data) - 3 * data.startswith(b"\xef\xbb\xbf")
+        return n, nbytes, len(files)
+    return run
+
+
 # ---------------------------------------------------------------------------- driver
 
 
@@ -206,6 +248,20 @@ def build_cases(shared: Path, tmp: Path, split_bytes: int):
     jzst = inputs([tmp / "all.jsonl.zst"], tmp)
     parquet = inputs([tmp / "all.parquet"], tmp)
 
+    # code: real packages of the standard library, as a tree (one repository per package)
+    # and as one .tar.gz per package
+    import sysconfig
+    import tarfile
+
+    stdlib = Path(sysconfig.get_paths()["stdlib"])
+    packages = ["asyncio", "email", "json", "xml", "http", "unittest", "concurrent", "importlib"]
+    tree = inputs([p for pkg in packages for p in (stdlib / pkg).rglob("*")
+                   if p.is_file() and "__pycache__" not in p.parts], stdlib)
+    for pkg in packages:
+        with tarfile.open(tmp / f"{pkg}.tar.gz", "w:gz") as tar:
+            tar.add(stdlib / pkg, arcname=pkg, filter=lambda m: None if "__pycache__" in m.name else m)
+    tars = inputs([tmp / f"{pkg}.tar.gz" for pkg in packages], tmp)
+
     wiki_root = c / "wiki"
     wiki = inputs([wiki_root / "enwiki-pages-articles-excerpt.xml.bz2"], wiki_root)
     wikitext = inputs([wiki_root / "wikitext-2-raw.test.txt"], wiki_root)
@@ -221,6 +277,9 @@ def build_cases(shared: Path, tmp: Path, split_bytes: int):
         ("jsonl, 1 MiB splits", jsonl, ours("jsonl", jsonl, 1 << 20), base_jsonl(jsonl), "json.loads loop"),
         ("jsonl.zst", jzst, ours("jsonl", jzst, split_bytes), base_jsonl(jzst), "zstd+json loop"),
         ("parquet", parquet, ours("parquet", parquet, split_bytes), base_parquet(parquet), "pq.read_table"),
+        ("code (stdlib tree)", tree, ours("code", tree, split_bytes, {"repos": "folders"}), base_code_tree(tree),
+         "read+NUL+decode"),
+        ("code (stdlib .tar.gz)", tars, ours("code", tars, split_bytes), base_code_tar(tars), "tarfile loop"),
         ("text (gutenberg .txt.gz)", books, ours("text", books, split_bytes), base_files(books, True), "gzip read+decode"),
     ]
 

@@ -46,8 +46,8 @@ sys.path.insert(0, str(REPO))
 import pyarrow as pa  # noqa: E402
 
 from datapipe.schema import make_batch  # noqa: E402
-from datapipe.shards import write_shards  # noqa: E402
-from datapipe.tokenizer import load_tokenizer, tokenizer_info  # noqa: E402
+from bench.shard_writers import write_shards  # noqa: E402
+from stages.tokenize.identity import load_tokenizer, tokenizer_info  # noqa: E402
 from stages.tokenize import Tokenize  # noqa: E402
 
 BATCH = 256

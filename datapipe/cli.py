@@ -50,11 +50,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     from datapipe.inspect_rejects import add_cli as add_inspect_cli
     from datapipe.plugins import add_plugin_cli
-    from datapipe.shards import add_cli as add_shards_cli
 
-    add_shards_cli(sub)
     add_inspect_cli(sub)
-    add_plugin_cli(sub)   # tokenizer, quality, lm (stages); mix (trainer_bridge)
+    add_plugin_cli(sub)   # shards, tokenizer, quality, lm (stages); mix (trainer_bridge)
     return p
 
 

@@ -1,9 +1,9 @@
 """The one owner of the token-shard format: Megatron-LM ``MMIDIDX`` v1 ``.bin``/``.idx``
 pairs and the datapipe source manifest (``manifest.json``) that lists them.
 
-Byte layout: ``docs/formats.md``; why: ``docs/shards.md``. The writer and verifier
-(:mod:`datapipe.shards`) and the trainer's reader (:mod:`trainer_bridge.shards`) all use
-this module, so the magic bytes, dtype codes, manifest schema and the checks a shard must
+Byte layout: ``docs/formats.md``; why: ``docs/shards.md``. The ``tokenize`` stage's
+writer (``stages/tokenize/writer.py``), the verifier (:mod:`datapipe.shards`) and the
+trainer's reader (:mod:`trainer_bridge.shards`) all use this module, so the magic bytes, dtype codes, manifest schema and the checks a shard must
 pass are defined once. Everything here is pure file I/O (no Ray, no torch).
 
 Checks come in two costs:

@@ -107,8 +107,15 @@ def _splits(job: JobSpec, readers: Mapping[str, Any]) -> list[SplitRef]:
 
 
 def _schemas(job: JobSpec) -> list[pa.Schema]:
-    """``[i]``: the Arrow schema before stage ``i`` (the last: after every stage)."""
+    """``[i]``: the Arrow schema before stage ``i`` (the last: after every stage). The
+    readers' own columns (``Reader.columns``, e.g. the code reader's) come first."""
+    from datapipe.readers import reader_for
+
     out, extra = [], {}
+    for src in job.sources:
+        cls = src.reader if src.reader is not None else reader_for(src.format)
+        for col, typ in cls.columns.items():
+            extra.setdefault(col, typ)
     for st in job.stages:
         out.append(S.schema_with([pa.field(k, v) for k, v in extra.items()]))
         for col, typ in st.cls.adds.items():

@@ -10,6 +10,9 @@ A plugin module may define either or both of:
 
 * ``stages() -> Mapping[str, type[Stage]]``: the stages it registers, by the name a job
   spec uses (``length``, ``dedup``);
+* ``readers() -> Mapping[str, type[Reader]]``: input formats it adds, by the name a
+  source's ``format:`` uses (merged with the built-in readers by
+  :func:`datapipe.readers.reader_registry`);
 * ``add_cli(subparsers)``: adds its subcommands to ``datapipe`` (each leaf sets
   ``func(args) -> exit code``).
 

@@ -6,7 +6,7 @@ output: ../runs/sample          # relative to this file
 on_error: skip                  # skip: corrupt files become counted rejects; fail: stop
 sources:
   - name: news
-    format: jsonl               # jsonl | parquet | text | html | warc
+    format: jsonl               # jsonl | parquet | text | html | warc | mediawiki | stackexchange | code (or a plugin's)
     paths: ["sample_data/news/*.jsonl*"]
     options: {text_key: text, url_key: url}
 stages:
@@ -117,6 +117,7 @@ class SourceSpec:
     files: tuple[Any, ...]          # datapipe.readers.InputFile
     options: Any                    # the reader's Options dataclass
     root: str
+    reader: Any = None              # the reader class registered as ``format`` (datapipe.readers.registry)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -329,10 +330,12 @@ def default_shared(spec_dir: Path) -> str:
     return os.environ.get("DATAPIPE_SHARED", str((spec_dir / ".." / ".." / "shared").resolve()))
 
 
-def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Registry | None = None) -> JobSpec:
+def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Registry | None = None,
+             readers: Mapping[str, type] | None = None) -> JobSpec:
     """Load and check a job spec; ``output`` overrides the spec's output folder.
     ``registry``: stage name -> class (default: every installed plugin's stages,
-    :func:`datapipe.plugins.stage_registry`)."""
+    :func:`datapipe.plugins.stage_registry`); ``readers``: format -> reader class
+    (default: the built-in and plugin readers, :func:`datapipe.readers.reader_registry`)."""
     if registry is None:
         from datapipe.plugins import stage_registry
 
@@ -352,7 +355,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Re
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
     storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
     out = _output(raw, output, path, spec_dir)
-    sources = _sources(raw, unexpanded, path, spec_dir, subs["shared"], storage)
+    sources = _sources(raw, unexpanded, path, spec_dir, subs["shared"], storage, readers)
     stages = _stages(raw, unexpanded, path, {s.name for s in sources}, subs["shared"], registry)
     shards = _sink_options(raw, stages, path)
     _check_output_is_safe(out, spec_dir, sources, path, storage)
@@ -393,8 +396,10 @@ def _output(raw: dict, output: str | None, path: Path, spec_dir: Path) -> str:
 
 
 def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, shared: str,
-             storage: fs.StorageOptions) -> list[SourceSpec]:
-    from datapipe.readers import READERS
+             storage: fs.StorageOptions, readers: Mapping[str, type] | None) -> list[SourceSpec]:
+    from datapipe.readers import reader_class, reader_registry
+
+    readers = readers if readers is not None else reader_registry()
 
     if not isinstance(raw["sources"], list) or not raw["sources"]:
         raise SpecError(f"{path}: 'sources' must be a non-empty list")
@@ -415,15 +420,15 @@ def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, shared: st
         names.add(sname)
         where = f"{path}: source {sname!r}"
         fmt = src["format"]
-        if not isinstance(fmt, str) or fmt not in READERS:
-            raise SpecError(f"{where}: unknown format {fmt!r}; valid formats: {', '.join(sorted(READERS))}")
+        reader = reader_class(readers, fmt, where=where)
         paths = [src["paths"]] if isinstance(src["paths"], str) else src["paths"]
         if not isinstance(paths, list) or not paths:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
-        options = build(READERS[fmt].Options, src.get("options"), where=f"{where}: options")
+        options = build(reader.Options, src.get("options"), where=f"{where}: options")
         with _shared_hint(unexpanded["sources"][i], shared):
             files, root = _resolve_files(paths, base=spec_dir, where=where, storage=storage)
-        sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), options=options, root=root))
+        sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), options=options, root=root,
+                                  reader=reader))
     return sources
 
 
@@ -526,9 +531,10 @@ def _check_output_is_safe(out: str, spec_dir: Path, sources: list[SourceSpec], p
 
 
 def reader_for_source(job: JobSpec, src: SourceSpec):
-    from datapipe.readers import READERS
+    from datapipe.readers import reader_for
 
-    return READERS[src.format](source=src.name, options=src.options, on_error=job.on_error,
+    cls = src.reader if src.reader is not None else reader_for(src.format)
+    return cls(source=src.name, options=src.options, on_error=job.on_error,
                                batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes)
 
 

@@ -3,7 +3,9 @@
 Reads ``raw`` (page bytes from HTML and WARC sources) and fills ``text`` with the
 page's main content and ``title`` with its ``<title>``; ``url`` is passed to trafilatura
 as the page address. Rows that have no ``raw`` but already have ``text`` (JSONL, Parquet
-sources in the same job) pass through untouched, so one chain serves mixed sources.
+sources in the same job) pass through untouched, so one chain serves mixed sources; their
+``title`` is the ``title`` field of their ``metadata`` when a reader put one there
+(MediaWiki pages; a JSONL source keeping a ``title`` field), else null.
 
 Guard rails, each a reject with a reason (``extract:<rule>``), never an exception or a
 hung worker:
@@ -28,6 +30,7 @@ trafilatura's own default.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -76,6 +79,17 @@ class ExtractConfig(StageConfig):
             raise SpecError(f"extract: output_format must be 'txt' or 'markdown', got {self.output_format!r}")
 
 
+def _reader_title(metadata: str | None) -> str | None:
+    """The title a reader put in a text document's metadata (MediaWiki pages), else None."""
+    if not metadata or '"title"' not in metadata:
+        return None
+    try:
+        title = json.loads(metadata).get("title")
+    except (ValueError, AttributeError):
+        return None
+    return title if isinstance(title, str) else None
+
+
 class Extract(RewriteFilterStage):
     """HTML -> main text with trafilatura; see the module docstring."""
 
@@ -100,6 +114,7 @@ class Extract(RewriteFilterStage):
         raws = batch.column(S.RAW).to_pylist() if S.RAW in batch.column_names else [None] * n
         texts = batch.column(S.TEXT).to_pylist() if S.TEXT in batch.column_names else [None] * n
         urls = batch.column(S.URL).to_pylist() if S.URL in batch.column_names else [None] * n
+        metas = batch.column(S.METADATA).to_pylist() if S.METADATA in batch.column_names else [None] * n
         kwargs = self.trafilatura_kwargs()
         out_text: list[str | None] = [None] * n
         titles: list[str | None] = [None] * n
@@ -111,6 +126,7 @@ class Extract(RewriteFilterStage):
             if raw is None:
                 if texts[i]:
                     out_text[i], keep[i] = texts[i], True  # already text: pass through
+                    titles[i] = _reader_title(metas[i])
                 else:
                     reasons[i] = "empty|no raw page and no text"
                 continue

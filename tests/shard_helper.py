@@ -2,7 +2,7 @@
 
 Follows ``docs/formats.md`` (Megatron ``.bin``/``.idx`` + ``manifest.json``) so the reader is
 tested against the documented format, not against a writer it shares code with. The real
-writer is ``datapipe.shards``; this one exists so trainer tests can run before and apart
+writer is ``stages.tokenize.writer``; this one exists so trainer tests can run before and apart
 from it.
 """
 

@@ -1,7 +1,9 @@
 """Streaming readers: input files in, base-schema Arrow batches out.
 
-``READERS`` maps a job spec's ``format`` to its reader class; :func:`reader_for`
-looks one up. See :mod:`datapipe.readers.base` for the contract (plan files into
+``READERS`` maps the built-in formats to their reader classes; the registry a job
+resolves ``format`` against is those plus every plugin's readers
+(:func:`~datapipe.readers.registry.reader_registry`), and :func:`reader_for` looks one
+up there. See :mod:`datapipe.readers.base` for the contract (plan files into
 splits, read a split) and how bad input becomes rejects. :func:`iter_documents`
 (:mod:`datapipe.readers.iterate`) reads inputs with the same readers in one process,
 for the tools that train models.
@@ -9,8 +11,8 @@ for the tools that train models.
 
 from __future__ import annotations
 
-from datapipe.errors import SpecError
 from datapipe.readers.base import InputFile, ReadSplit, Reader
+from datapipe.readers.code import CodeReader
 from datapipe.readers.files import HtmlReader, TextReader
 from datapipe.readers.iterate import Document, ReadStats, iter_documents
 from datapipe.readers.jsonl import JsonlReader
@@ -18,6 +20,7 @@ from datapipe.readers.mediawiki import MediaWikiReader
 from datapipe.readers.parquet import ParquetReader
 from datapipe.readers.stackexchange import StackExchangeReader
 from datapipe.readers.warc import WarcReader
+from datapipe.readers.registry import guess_format, reader_class, reader_registry
 
 READERS: dict[str, type[Reader]] = {
     "jsonl": JsonlReader,
@@ -27,16 +30,14 @@ READERS: dict[str, type[Reader]] = {
     "warc": WarcReader,
     "mediawiki": MediaWikiReader,
     "stackexchange": StackExchangeReader,
+    "code": CodeReader,
 }
 
-__all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "iter_documents", "reader_for"]
+__all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "guess_format",
+           "iter_documents", "reader_class", "reader_for", "reader_registry"]
 
 
 def reader_for(format: str) -> type[Reader]:
-    """The reader class for a job spec's ``format``; unknown names list the valid ones."""
-    try:
-        return READERS[format]
-    except (KeyError, TypeError):
-        raise SpecError(
-            f"unknown source format {format!r}; valid formats: {sorted(READERS)}"
-        ) from None
+    """The reader class for a job spec's ``format`` among the built-in and plugin
+    readers; unknown names list the valid ones."""
+    return reader_class(reader_registry(), format)

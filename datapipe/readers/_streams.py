@@ -31,7 +31,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 ZSTD_MAGIC = b"\x28\xb5\x2f\xfd"
 BZ2_MAGIC = b"BZh"
 XZ_MAGIC = b"\xfd7zXZ\x00"
-_EXTENSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
+#: the one table of compression suffixes datapipe reads: readers open, and format guessing
+#: ignores, exactly these (:func:`strip_compression`)
+COMPRESSIONS = {".gz": "gzip", ".zst": "zstd", ".zstd": "zstd", ".bz2": "bz2", ".xz": "xz"}
 _UNSUPPORTED_EXT = {".lz4": "lz4", ".zip": "zip", ".7z": "7z", ".br": "brotli", ".z": "compress (.Z)",
                     ".lzma": "lzma-alone", ".lzo": "lzo", ".sz": "snappy"}
 _UNSUPPORTED_MAGIC = {b"\x04\x22\x4d\x18": "lz4", b"PK\x03\x04": "zip", b"7z\xbc\xaf": "7z",
@@ -61,11 +63,21 @@ class FileCorrupt(Exception):
         return (type(self), (self.reason, self.detail, self.offset))
 
 
+def strip_compression(name: str) -> str:
+    """``name`` without one trailing compression suffix of :data:`COMPRESSIONS`
+    (case kept): ``a.warc.gz`` -> ``a.warc``."""
+    low = name.lower()
+    for ext in COMPRESSIONS:
+        if low.endswith(ext):
+            return name[: -len(ext)]
+    return name
+
+
 def compression_of(path: str, storage: Any = None) -> str | None:
     """``"gzip"``, ``"zstd"``, ``"bz2"``, ``"xz"`` or ``None`` (plain), from the extension,
     else the magic bytes; ``"unsupported:<what>"`` for a compression datapipe cannot read."""
     low = path.lower()
-    for ext, comp in _EXTENSIONS.items():
+    for ext, comp in COMPRESSIONS.items():
         if low.endswith(ext):
             return comp
     for ext, what in _UNSUPPORTED_EXT.items():

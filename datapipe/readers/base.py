@@ -8,7 +8,9 @@ of at most ``batch_rows`` rows.
 
 Ids are ``schema.make_id(source, key)`` where ``key`` is the record's native id when
 the format has one, else a locator (``rel:line``, ``rel@offset``, ``rel#row``, ``rel``)
-that does not depend on how the file was split.
+that does not depend on how the file was split. A file name that is not valid UTF-8
+appears in ``origin`` percent-encoded (:func:`escape_name`: each undecodable byte
+``%XX``, ``%`` as ``%25``), so its bytes can be recovered.
 
 Bad input is data:
 
@@ -214,9 +216,28 @@ class _Rows:
         return table.set_column(table.schema.get_field_index(S.TEXT), S.BASE_SCHEMA.field(S.TEXT), column)
 
 
+def escape_name(s: str) -> str:
+    """A locator made storable without losing which file it names. A file name that is
+    not valid UTF-8 reaches Python with its undecodable bytes as lone surrogates
+    (``os.fsdecode``); here each such byte becomes ``%XX`` and ``%`` itself ``%25``
+    (percent-encoding), so ``urllib.parse.unquote_to_bytes`` gives the name's bytes back.
+    A string without such bytes is returned as it is (valid names keep their origins)."""
+    if not any("\udc80" <= ch <= "\udcff" for ch in s):
+        return safe_str(s)
+    out = []
+    for ch in s:
+        if "\udc80" <= ch <= "\udcff":
+            out.append(f"%{ord(ch) - 0xDC00:02X}")
+        elif ch == "%":
+            out.append("%25")
+        else:
+            out.append(ch)
+    return safe_str("".join(out))
+
+
 def _sanitized(r: Rec) -> Rec:
     url = None if r.url is None else safe_str(r.url)
-    origin = safe_str(r.origin)
+    origin = escape_name(r.origin)
     detail = None if r.detail is None else safe_str(r.detail)
     source_id = None if r.source_id is None else safe_str(r.source_id)
     metadata = None if r.metadata is None else safe_str(r.metadata)
@@ -236,11 +257,28 @@ def _options(cls: type, options: Any, fmt: str) -> Any:
 
 class Reader:
     """Base of every reader. Subclasses set ``format``, ``Options`` and ``markup``, and
-    implement :meth:`_records` (and :meth:`_ranges` when a file can be split)."""
+    implement :meth:`_records` (and :meth:`_ranges` when a file can be split).
+
+    How a reader is found (:mod:`datapipe.readers.registry`): a job spec's ``format:``
+    names it; a file named without a format (the model trainers' ``[format:]path``
+    inputs) is given to the reader with the longest of its ``suffixes`` that ends the
+    file's name once a compression suffix is stripped, and :meth:`guess_options` adds
+    what the name implies (a WET file: ``records: conversion``)."""
 
     format: ClassVar[str] = ""
     Options: ClassVar[type]
     markup: ClassVar[bool] = False  # True: documents carry ``raw`` bytes, text is null
+    #: lower-case file name endings (compression suffix stripped) this reader claims when
+    #: a format must be guessed; ``()``: never guessed, only named
+    suffixes: ClassVar[tuple[str, ...]] = ()
+    #: columns its documents carry besides the base schema (the ``code`` reader's
+    #: ``repo``, ``path``, ``language``...): the job's schema includes them
+    columns: ClassVar[Mapping[str, pa.DataType]] = {}
+
+    @classmethod
+    def guess_options(cls, path: str) -> dict[str, Any] | None:
+        """Options a file's name implies when its format was guessed; None: the defaults."""
+        return None
 
     def __init__(
         self,
@@ -272,7 +310,7 @@ class Reader:
 
     def provides(self) -> frozenset[str]:
         """Columns the documents of this reader carry from the start."""
-        return S.MARKUP_SOURCE_COLUMNS if self.markup else S.TEXT_SOURCE_COLUMNS
+        return (S.MARKUP_SOURCE_COLUMNS if self.markup else S.TEXT_SOURCE_COLUMNS) | frozenset(self.columns)
 
     def plan(self, files: Sequence[InputFile], *, split_bytes: int = 64 << 20) -> list[ReadSplit]:
         """Cut ``files`` into splits of about ``split_bytes`` input bytes.

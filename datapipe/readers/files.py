@@ -75,6 +75,7 @@ class TextReader(_WholeFileReader):
 
     format = "text"
     Options = TextOptions
+    suffixes = (".txt",)
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
         if self.options.split is not None:
@@ -108,6 +109,7 @@ class HtmlReader(_WholeFileReader):
 
     format = "html"
     Options = HtmlOptions
+    suffixes = (".html", ".htm")
     markup = True
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:

@@ -12,11 +12,13 @@ job's own readers (:data:`datapipe.readers.READERS`):
   matching nothing is a :class:`~datapipe.errors.SpecError` (a typo must not train on
   nothing). ``exclude`` (paths or globs) keeps files out of every input, e.g. a
   labelled evaluation set.
-* **Format.** From the ``format:`` prefix (any reader name), else the file name
-  (compression suffixes ignored): ``.jsonl``/``.json``/``.ndjson`` jsonl, ``.parquet``
-  parquet, ``.warc``/``.arc`` warc (response records), ``.wet`` warc (WET
-  ``conversion`` records), ``.html``/``.htm`` html, anything else text (one document
-  per file, or per piece with ``text_split``).
+* **Format.** From the ``format:`` prefix (any registered reader's name, plugins'
+  included), else guessed from the file name by the readers' own declarations
+  (:func:`~datapipe.readers.registry.guess_format`: each reader's ``suffixes``,
+  compression suffixes ignored, plus the options the name implies): ``.jsonl``/``.json``/
+  ``.ndjson`` jsonl, ``.parquet`` parquet, ``.warc``/``.arc`` warc (response records),
+  ``.wet``/``.wet.txt`` warc (WET ``conversion`` records), ``.html``/``.htm`` html,
+  anything else text (one document per file, or per piece with ``text_split``).
 * **Decompression, records, bad input** are the readers': a record that cannot be used
   is a reject ``read:<what>``; a file that cannot be read to its end follows
   ``on_error``. The tools use ``"skip"`` (the default here): the documents read before
@@ -37,6 +39,7 @@ document is held whole (at most ``max_doc_bytes``).
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import json
 import logging
@@ -49,16 +52,14 @@ import pyarrow as pa
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers.base import InputFile, Reader, ReadSplit
+from datapipe.readers.base import InputFile, KeyOptions, Reader, ReadSplit
+from datapipe.readers.registry import ReaderRegistry, guess_format, reader_class, reader_registry
 from datapipe.stage import Stage
 
 log = logging.getLogger(__name__)
 
-#: formats guessed from file names (any reader name may be given as a prefix)
-GUESSED = ("text", "jsonl", "parquet", "warc", "html")
 #: record fields that carry a document's language (CCNet keeps it under ``metadata``)
 LANGUAGE_FIELDS = ("language", "lang", "metadata.language", "metadata.lang")
-_COMPRESSION = (".gz", ".zst", ".zstd", ".bz2", ".xz")
 _SOURCE = "input"
 
 
@@ -95,38 +96,11 @@ class ReadStats:
         return {"documents": self.documents, "rejects": dict(sorted(self.rejects.items()))}
 
 
-def _strip_compression(name: str) -> str:
-    for ext in _COMPRESSION:
-        if name.endswith(ext):
-            return name[: -len(ext)]
-    return name
-
-
-def guess_format(path: str) -> str:
-    """Format from the file name (compression suffixes ignored); ``text`` if unknown."""
-    base = _strip_compression(fs.basename(path).lower())
-    if base.endswith((".jsonl", ".json", ".ndjson")):
-        return "jsonl"
-    if base.endswith(".parquet"):
-        return "parquet"
-    if base.endswith((".warc", ".arc", ".wet")) or ".warc" in base or base.endswith(".wet.txt"):
-        return "warc"
-    if base.endswith((".html", ".htm")):
-        return "html"
-    return "text"
-
-
-def _is_wet(path: str) -> bool:
-    return ".wet" in _strip_compression(fs.basename(path).lower())
-
-
-def split_input(spec: str) -> tuple[str | None, str]:
+def split_input(spec: str, readers: ReaderRegistry | None = None) -> tuple[str | None, str]:
     """``("warc", "data/*.gz")`` for ``"warc:data/*.gz"``; ``(None, spec)`` without a
-    known format prefix (``s3://...`` is a URI, not a format)."""
-    from datapipe.readers import READERS
-
+    registered format prefix (``s3://...`` is a URI, not a format)."""
     head, sep, tail = spec.partition(":")
-    if sep and head in READERS:
+    if sep and head in (readers if readers is not None else reader_registry()):
         return head, tail
     return None, spec
 
@@ -148,19 +122,22 @@ def _excluded(path: str, exclude: Sequence[str]) -> bool:
 
 
 def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
-                  storage: fs.StorageOptions | None = None) -> list[tuple[str, str]]:
+                  storage: fs.StorageOptions | None = None,
+                  readers: ReaderRegistry | None = None) -> list[tuple[str, str]]:
     """``[(format, path)]`` of input specs ``[format:]path-or-glob``, in spec order and
     sorted within a spec, each file once, minus ``exclude``. A spec matching no file is
-    a :class:`SpecError`."""
+    a :class:`SpecError`. ``readers``: the reader registry (default: built-in and plugin
+    readers)."""
+    readers = readers if readers is not None else reader_registry()
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for spec in specs:
         spec = os.fspath(spec)
-        fmt, pattern = split_input(spec)
+        fmt, pattern = split_input(spec, readers)
         paths = match_files(pattern, storage)
         if not paths:
             raise SpecError(f"input {spec!r} matches no files; give a path, folder or glob, optionally "
-                            f"prefixed with a format ({'/'.join(GUESSED)}:...)")
+                            f"prefixed with a format ({'/'.join(sorted(readers))}:...)")
         kept = [p for p in paths if not (exclude and _excluded(p, exclude))]
         if len(kept) < len(paths):
             log.info("%s: %d of %d files excluded", spec, len(paths) - len(kept), len(paths))
@@ -168,21 +145,23 @@ def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
             key = fs.real_key(p)
             if key not in seen:
                 seen.add(key)
-                out.append((fmt or guess_format(p), p))
+                out.append((fmt or guess_format(p, readers), p))
     return out
 
 
-def _options(fmt: str, path: str, text_key: str, keep: tuple[str, ...],
+def _options(cls: type[Reader], path: str, text_key: str, keep: tuple[str, ...],
              text_split: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The reader options for one file: the text field and the record fields to keep
-    (JSONL, Parquet), WET or WARC records, how to cut text files."""
-    if fmt in ("jsonl", "parquet"):
-        return {"text_key": text_key, "metadata": keep}
-    if fmt == "warc":
-        return {"records": "conversion" if _is_wet(path) else "response"}
-    if fmt == "text" and text_split:
-        return dict(text_split)
-    return None
+    """The reader options for one file: what its name implies
+    (:meth:`Reader.guess_options`: a WET file's ``conversion`` records), the text field and the record
+    fields to keep (readers with :class:`KeyOptions`), how to cut text files (readers
+    with a ``split`` option)."""
+    opts = dict(cls.guess_options(path) or {})
+    names = {f.name for f in dataclasses.fields(cls.Options)}
+    if issubclass(cls.Options, KeyOptions):
+        opts.update(text_key=text_key, metadata=keep)
+    if text_split and "split" in names:
+        opts.update(text_split)
+    return opts or None
 
 
 def _language(rec: Mapping[str, Any]) -> str | None:
@@ -222,6 +201,7 @@ def iter_documents(
     storage: fs.StorageOptions | None = None,
     batch_rows: int = 256,
     max_doc_bytes: int = 16 << 20,
+    readers: ReaderRegistry | None = None,
 ) -> Iterator[Document]:
     """Documents of every input, in a deterministic order (specs in order, files
     sorted, records in file order); see the module docstring for the rules.
@@ -230,16 +210,17 @@ def iter_documents(
     fields (JSONL keys, Parquet columns) to hand back in :attr:`Document.fields`.
     ``text_split``: the ``text`` reader's ``split``/``pattern``/``max_chars`` options,
     to cut text files into pieces. ``stages``: stage instances run on every batch
-    (the extract stage for HTML/WARC). ``stats``: updated as documents come out."""
-    from datapipe.readers import reader_for
-
+    (the extract stage for HTML/WARC). ``stats``: updated as documents come out.
+    ``readers``: the reader registry (default: built-in and plugin readers)."""
     stats = stats if stats is not None else ReadStats()
+    readers = readers if readers is not None else reader_registry()
     keep = tuple(dict.fromkeys((*LANGUAGE_FIELDS, *fields)))
     for stage in stages:
         stage.ensure_setup()
-    for fmt, path in expand_inputs(specs, exclude=exclude, storage=storage):
-        reader: Reader = reader_for(fmt)(source=_SOURCE, options=_options(fmt, path, text_key, keep, text_split),
-                                         on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
+    for fmt, path in expand_inputs(specs, exclude=exclude, storage=storage, readers=readers):
+        cls = reader_class(readers, fmt)
+        reader: Reader = cls(source=_SOURCE, options=_options(cls, path, text_key, keep, text_split),
+                             on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
         f = InputFile(path=path, rel=path, size=fs.stat(path, storage).size, storage=storage)
         for table in reader.read(ReadSplit((f,))):
             for stage in stages:

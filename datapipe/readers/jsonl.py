@@ -59,6 +59,7 @@ def _skip_line(fh) -> int:
 class JsonlReader(Reader):
     format = "jsonl"
     Options = JsonlOptions
+    suffixes = (".jsonl", ".json", ".ndjson")
 
     def _compression(self, f: InputFile) -> str | None:
         return compression_of(f.path, f.storage)

@@ -10,7 +10,9 @@ plain text by ``mwparserfromhell`` (templates, tables, ``<ref>`` citations, HTML
 and formatting removed, link texts kept; links into the namespaces named in
 ``drop_link_namespaces`` - files, images, categories, in the dump's own language from
 its ``<siteinfo>`` - removed whole); the page title is the first line. ``url`` is
-``<base>/<Title>`` from the siteinfo's base URL, ``source_id`` the page id.
+``<base>/<Title>`` from the siteinfo's base URL, ``source_id`` the page id, ``metadata``
+``{"title": <page title>}`` (the ``extract`` stage's ``title`` column takes it for text
+documents).
 
 Pages that are not articles are counted rejects, never silent skips:
 ``read:namespace`` (detail: the namespace number) for pages outside ``namespaces``
@@ -24,6 +26,7 @@ memory is one page.
 from __future__ import annotations
 
 import bz2
+import json
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
@@ -179,4 +182,5 @@ class MediaWikiReader(Reader):
             return Rec(key, key, reason="empty", detail="no text left after removing the markup", source_id=native)
         if self.options.title and title:
             text = f"{title}\n\n{text}"
-        return Rec(key, key, text=text, url=site.url(title), source_id=native)
+        meta = json.dumps({"title": title}, ensure_ascii=False) if title else None
+        return Rec(key, key, text=text, url=site.url(title), source_id=native, metadata=meta)

@@ -22,7 +22,7 @@ import pyarrow.parquet as pq
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.readers._streams import FileCorrupt
-from datapipe.readers.base import InputFile, KeyOptions, Reader, metadata_json
+from datapipe.readers.base import InputFile, KeyOptions, Reader, escape_name, metadata_json
 from datapipe.readers.jsonl import get_field
 
 
@@ -35,8 +35,11 @@ class ParquetOptions(KeyOptions):
 
 
 def _open(f: InputFile) -> pq.ParquetFile:
+    source = fs.arrow_input(f.path, f.storage)
+    if isinstance(source, str) and escape_name(source) != source:
+        source = fs.open_input(f.path, f.storage)   # a name pyarrow cannot encode: hand it an open file
     try:
-        return pq.ParquetFile(fs.arrow_input(f.path, f.storage))
+        return pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as exc:
         raise FileCorrupt("corrupt_parquet", str(exc)) from exc
 
@@ -44,6 +47,7 @@ def _open(f: InputFile) -> pq.ParquetFile:
 class ParquetReader(Reader):
     format = "parquet"
     Options = ParquetOptions
+    suffixes = (".parquet",)
 
     def _ranges(self, f: InputFile, split_bytes: int):
         try:
@@ -145,7 +149,7 @@ class ParquetReader(Reader):
                 text,
                 urls,
                 pa.nulls(n, pa.binary()),
-                pa.array(locs, pa.string()),
+                pa.array([escape_name(x) for x in locs] if escape_name(f.rel) != f.rel else locs, pa.string()),
                 pa.array(native, pa.string()),
                 pa.array(meta, pa.string()),
                 pc.if_else(bad, pa.scalar("read"), pa.scalar(None, pa.string())),

@@ -17,7 +17,9 @@ then line boundaries, and only a single longer line at the character limit.
 
 The file is streamed line by line: memory holds one document. A document's key and
 origin are ``<relative path>:<first line number>`` (1-based), so ids do not depend on
-where other documents end.
+where other documents end; a later piece of one line cut at ``max_chars`` adds the
+character column it starts at, ``<relative path>:<line>+<column>`` (0-based), so every
+piece has its own id.
 """
 
 from __future__ import annotations
@@ -90,42 +92,47 @@ def _trim(first: int, lines: list[str]) -> tuple[int, list[str]]:
     return first, lines
 
 
-def _cut(first: int, lines: list[str], max_chars: int) -> Iterator[tuple[int, str]]:
-    """A section longer than ``max_chars`` as chunks cut at paragraph, then line, boundaries."""
+def _cut(first: int, lines: list[str], max_chars: int) -> Iterator[tuple[int, int, str]]:
+    """A section longer than ``max_chars`` as chunks cut at paragraph, then line,
+    boundaries: ``(line number, column, text)``, the column (0-based, in characters) where
+    a piece starts inside a line cut at the character limit, else 0."""
     chunk: list[str] = []
-    start, size = first, 0
+    start, start_col, size = first, 0, 0
     para_end = None  # index in chunk after the last blank line
     for i, line in enumerate(lines):
         no = first + i
+        col = 0
         while len(line) > max_chars:   # one line longer than the limit: hard cut
             if chunk:
-                yield start, "\n".join(chunk).strip()
+                yield start, start_col, "\n".join(chunk).strip()
                 chunk, size, para_end = [], 0, None
-            yield no, line[:max_chars]
+            yield no, col, line[:max_chars]
             line = line[max_chars:]
+            col += max_chars
         if size + len(line) + 1 > max_chars and chunk:
             cut = para_end if para_end else len(chunk)
             text = "\n".join(chunk[:cut]).strip()
             if text:
-                yield start, text
+                yield start, start_col, text
             chunk = chunk[cut:]
-            start = no - len(chunk)
+            start, start_col = no - len(chunk), 0
             size = sum(len(x) + 1 for x in chunk)
             para_end = None
         if not chunk:
-            start = no
+            start, start_col = no, col
         chunk.append(line)
         size += len(line) + 1
         if not line.strip():
             para_end = len(chunk)
     text = "\n".join(chunk).strip()
     if text:
-        yield start, text
+        yield start, start_col, text
 
 
 def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
-               max_chars: int = 0) -> Iterator[tuple[int, str]]:
-    """``(first line number, text)`` for each document of a file's lines."""
+               max_chars: int = 0) -> Iterator[tuple[int, int, str]]:
+    """``(first line number, column, text)`` for each document of a file's lines; the
+    column is 0 unless the document is a later piece of one line cut at ``max_chars``."""
     rx = re.compile(pattern) if split == "regex" else None
     packed: list[str] = []
     packed_first, packed_size = 0, 0
@@ -135,21 +142,21 @@ def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
         text = "\n".join(lines_)
         if max_chars and len(text) > max_chars:
             if packed:
-                yield packed_first, joiner.join(packed)
+                yield packed_first, 0, joiner.join(packed)
                 packed, packed_size = [], 0
             yield from _cut(first, lines_, max_chars)
         elif max_chars and split != "regex":
             if packed and packed_size + len(joiner) + len(text) > max_chars:
-                yield packed_first, joiner.join(packed)
+                yield packed_first, 0, joiner.join(packed)
                 packed, packed_size = [], 0
             if not packed:
                 packed_first = first
             packed.append(text)
             packed_size += len(text) + (len(joiner) if packed_size else 0)
         else:
-            yield first, text
+            yield first, 0, text
     if packed:
-        yield packed_first, joiner.join(packed)
+        yield packed_first, 0, joiner.join(packed)
 
 
 def read_split_file(reader, f) -> Iterator:
@@ -163,9 +170,10 @@ def read_split_file(reader, f) -> Iterator:
     with open_binary(f.path, compression_of(f.path)) as fh:
         lines = io.TextIOWrapper(fh, encoding="utf-8-sig" if utf8 else enc, errors="strict", newline="")
         try:
-            for first, text in split_text(lines, split=opts.split, pattern=opts.pattern, max_chars=opts.max_chars):
+            for first, col, text in split_text(lines, split=opts.split, pattern=opts.pattern,
+                                               max_chars=opts.max_chars):
                 last = first
-                loc = f"{f.rel}:{first}"
+                loc = f"{f.rel}:{first}" + (f"+{col}" if col else "")
                 if len(text.encode("utf-8")) > limit:
                     yield reject(loc, loc, "too_large", reader._too_large(len(text.encode("utf-8"))))
                 else:

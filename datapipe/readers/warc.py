@@ -14,8 +14,9 @@ documents and are passed over.
 ``records: conversion``: each ``conversion`` record (a WET file's extracted text) is a
 document with ``text`` = the payload decoded as UTF-8.
 
-``url`` is ``WARC-Target-URI``; the id key is ``WARC-Record-ID`` (ARC records have none:
-warcio would invent a random one, so they use the locator ``rel@offset``).
+``url`` is ``WARC-Target-URI``; the id key and ``source_id`` are ``WARC-Record-ID``, so
+results join back to the crawl (ARC records have none: warcio would invent a random
+one, so they use the locator ``rel@offset`` and ``source_id`` is null).
 
 Splitting: a ``.warc.gz`` larger than ``split_bytes`` splits by byte range. A split
 starting at ``s`` scans forward from ``s`` for the first gzip member that decompresses
@@ -56,7 +57,7 @@ from warcio.archiveiterator import ArchiveIterator
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto
+from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto, strip_compression
 from datapipe.readers.base import InputFile, ReadSplit, Rec, Reader, byte_ranges, reject
 
 log = logging.getLogger(__name__)
@@ -92,14 +93,18 @@ class WarcOptions:
             raise SpecError(f"option require_2xx must be true or false, got {self.require_2xx!r}")
 
 
+#: file name endings (compression stripped, :func:`strip_compression`) of WET files
+WET_SUFFIXES = (".wet", ".wet.txt")
+
+
 def is_arc(path: str) -> bool:
-    low = path.lower()
-    return low.endswith((".arc", ".arc.gz"))
+    return strip_compression(path).lower().endswith(".arc")
 
 
 def is_wet(path: str) -> bool:
-    low = path.lower()
-    return low.endswith((".wet", ".wet.gz"))
+    """A WET file (extracted text in ``conversion`` records), by name: ``.wet``,
+    ``.wet.txt``, each optionally compressed."""
+    return strip_compression(path).lower().endswith(WET_SUFFIXES)
 
 
 class _QuietIterator(ArchiveIterator):
@@ -225,6 +230,11 @@ def _next_record_start(fh, start: int, end: int | None, gz: bool) -> int | None:
 class WarcReader(Reader):
     format = "warc"
     Options = WarcOptions
+    suffixes = (".warc", ".arc", *WET_SUFFIXES)
+
+    @classmethod
+    def guess_options(cls, path: str) -> dict[str, Any] | None:
+        return {"records": "conversion"} if is_wet(path) else None
 
     def provides(self) -> frozenset[str]:
         if self.options.records == "conversion":
@@ -361,32 +371,32 @@ class WarcReader(Reader):
         if kind == "conversion":
             data = read_upto(rec.content_stream(), limit + 1)
             if len(data) > limit:
-                return Rec(key, loc, url=url, reason="too_large", detail=self._too_large(len(data), more=True))
+                return Rec(key, loc, source_id=native, url=url, reason="too_large", detail=self._too_large(len(data), more=True))
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError as exc:
-                return Rec(key, loc, url=url, reason="invalid_utf8",
+                return Rec(key, loc, source_id=native, url=url, reason="invalid_utf8",
                            detail=f"{exc.reason} at byte {exc.start}")
             if not text.strip():
-                return Rec(key, loc, url=url, reason="empty", detail="empty conversion record")
-            return Rec(key, loc, text=text, url=url)
+                return Rec(key, loc, source_id=native, url=url, reason="empty", detail="empty conversion record")
+            return Rec(key, loc, source_id=native, text=text, url=url)
 
         http = rec.http_headers
         status = (http.get_statuscode() or None) if http is not None else None
         if self.options.require_2xx and status is not None and not str(status).startswith("2"):
-            return Rec(key, loc, url=url, reason="http_status", detail=f"HTTP status {status}")
+            return Rec(key, loc, source_id=native, url=url, reason="http_status", detail=f"HTTP status {status}")
         ctype = http.get_header("Content-Type") if http is not None else None
         mime = (ctype or "").split(";")[0].strip().lower()
         if mime and mime not in self.options.content_types:
-            return Rec(key, loc, url=url, reason="content_type", detail=f"Content-Type {mime}")
+            return Rec(key, loc, source_id=native, url=url, reason="content_type", detail=f"Content-Type {mime}")
         data = read_upto(rec.content_stream(), limit + 1)
         if len(data) > limit:
-            return Rec(key, loc, url=url, reason="too_large", detail=self._too_large(len(data), more=True))
+            return Rec(key, loc, source_id=native, url=url, reason="too_large", detail=self._too_large(len(data), more=True))
         if not data.strip():
-            return Rec(key, loc, url=url, reason="empty", detail="empty HTTP payload")
+            return Rec(key, loc, source_id=native, url=url, reason="empty", detail="empty HTTP payload")
         if not mime:
             head = data[:_SNIFF].lstrip().lower()
             if not any(m in head for m in _HTML_MARKERS):
-                return Rec(key, loc, url=url, reason="content_type",
+                return Rec(key, loc, source_id=native, url=url, reason="content_type",
                            detail="no Content-Type and the payload does not look like HTML")
-        return Rec(key, loc, raw=data, url=url)
+        return Rec(key, loc, source_id=native, raw=data, url=url)

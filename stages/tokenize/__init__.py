@@ -1,5 +1,8 @@
-"""The ``tokenize`` stage (:mod:`.stage`) and byte-level BPE training for it
-(:mod:`.train`, ``datapipe tokenizer train``)."""
+"""The ``tokenize`` stage (:mod:`.stage`) and what it owns: tokenizer loading and
+fingerprints (:mod:`.identity`), the Megatron shard writer and the ``shards:`` options
+(:mod:`.writer`), the job's shard sink (:mod:`.shards`), and byte-level BPE training
+(:mod:`.train`, ``datapipe tokenizer train``). The format itself is the engine's
+(:mod:`datapipe.megatron`), shared with ``datapipe shards verify`` and the loader."""
 
 from stages.tokenize.stage import NUM_TOKENS, TOKENS, TOKENS_TYPE, Tokenize, TokenizeConfig
 

@@ -5,8 +5,9 @@ them as ``shards/<source>/<source>-<split>-<shard>.bin/.idx`` with a split manif
 the work area (:class:`ShardSplitWriter`); the driver merges the splits' manifests into
 one ``shards/<source>/manifest.json`` per source (splits in plan order, each shard record
 carrying its ``split``), O(shards), checks that the shards hold exactly the kept
-documents and their tokens + one EOS each, and copies the tokenizer file beside the
-shards so ``datapipe shards inspect`` decodes without being told.
+documents and their tokens + one EOS each, and keeps the tokenizer as ``tokenizer.json``
+beside the shards (a file copied; a GPT-2 folder serialised, same fingerprint) so
+``datapipe shards inspect`` decodes without being told.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ ORDER_KEY = "read splits in plan order; within a split xxh3_64(id utf-8, seed), 
 
 
 class ShardSink(DocumentSink):
-    """Token shards of the kept documents (``shards:`` options: :class:`datapipe.shards.ShardOptions`)."""
+    """Token shards of the kept documents (``shards:`` options: :class:`stages.tokenize.writer.ShardOptions`)."""
 
     folder = "shards"
     consumes = frozenset({TOKENS})
@@ -38,21 +39,33 @@ class ShardSink(DocumentSink):
     def __init__(self, *, tokenizer: str, eos: str | None, options: Any, lineage: Mapping[str, Any]) -> None:
         self.tokenizer, self.eos, self.options, self.lineage = tokenizer, eos, options, dict(lineage)
         self.info = None   # TokenizerInfo, set by prepare()
+        self._copy_from: str | None = None   # the tokenizer.json to copy beside the shards
+        self._serialised: bytes | None = None   # else its content (a GPT-2 folder, serialised)
 
     def prepare(self) -> None:
-        """The tokenizer's manifest entry, its path as the copy beside the shards."""
-        from datapipe.tokenizer import tokenizer_info
+        """The tokenizer's manifest entry, its path the ``tokenizer.json`` kept beside the
+        shards: the file itself, a folder's ``tokenizer.json``, or, for a GPT-2 folder
+        (``vocab.json`` + ``merges.txt``), the loaded tokenizer serialised (same
+        fingerprint), so ``datapipe shards inspect`` decodes whatever form was given."""
+        from stages.tokenize.identity import TOKENIZER_FILE, load_tokenizer, tokenizer_info
 
         info = tokenizer_info(self.tokenizer, eos=self.eos)
-        name = "tokenizer.json" if os.path.isfile(str(info.path)) else os.path.basename(os.path.normpath(str(info.path)))
-        self.info = dataclasses.replace(info, path=name)
+        path = Path(self.tokenizer)
+        if path.is_file():
+            self._copy_from = str(path)
+        elif (path / TOKENIZER_FILE).is_file():
+            self._copy_from = str(path / TOKENIZER_FILE)
+        else:
+            self._copy_from = None
+            self._serialised = load_tokenizer(path).to_str().encode("utf-8")
+        self.info = dataclasses.replace(info, path=TOKENIZER_FILE)
 
     def open(self, split: SinkSplit) -> SplitWriter:
         return ShardSplitWriter(self, split)
 
     def finish(self, *, staging: str, storage: fs.StorageOptions | None, sources: list[str],
                splits: list[tuple[SinkSplit, dict[str, Any] | None]], documents: list[dict[str, Any]]) -> SinkResult:
-        from datapipe.shards import conservation_problems
+        from stages.tokenize.writer import conservation_problems
 
         manifests = {src: self._merge(src, [(sp, rec) for sp, rec in splits if sp.source == src and rec],
                                       staging, storage) for src in sources}
@@ -79,8 +92,10 @@ class ShardSink(DocumentSink):
             records.extend({**r, "split": f"{split.index:05d}"} for r in m["shards"])
         folder = fs.join(staging, self.folder, src)
         fs.makedirs(folder, storage)
-        if self.info.path == "tokenizer.json":
-            fs.copy_file(self.tokenizer, fs.join(folder, "tokenizer.json"), storage)
+        if self._copy_from is not None:
+            fs.copy_file(self._copy_from, fs.join(folder, self.info.path), storage)
+        else:
+            fs.write_bytes(fs.join(folder, self.info.path), self._serialised, storage)
         opts = self.options
         blob = make_manifest(folder=Path(folder), source=src, dtype=shard_dtype(self.info.vocab_size),
                              shard_tokens=opts.shard_tokens, span_documents=opts.span_documents,
@@ -103,12 +118,12 @@ class ShardSplitWriter(SplitWriter):
         self.tokens.append(kept.select([S.ID, TOKENS]))
 
     def close(self) -> dict[str, Any] | None:
-        from datapipe.shards import ORDER_COLUMN, SourceShardWriter, _add_order_column, _flat_tokens
+        from stages.tokenize.writer import ORDER_COLUMN, SourceShardWriter, add_order_column, flat_tokens
 
         if not self.tokens:
             return None
         sp, opts = self.split, self.sink.options
-        table = _add_order_column(pa.concat_tables(self.tokens), opts.seed)
+        table = add_order_column(pa.concat_tables(self.tokens), opts.seed)
         table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
         manifest = fs.join(sp.work_dir, sp.part + ".json")
         with local_dir(sp.folder) as local:   # the writer fsyncs and memory-maps real files
@@ -120,7 +135,7 @@ class ShardSplitWriter(SplitWriter):
                                        manifest_path=local_manifest)
             try:
                 for off in range(0, table.num_rows, opts.batch_rows):
-                    flat, lengths = _flat_tokens(table.column(TOKENS).slice(off, opts.batch_rows))
+                    flat, lengths = flat_tokens(table.column(TOKENS).slice(off, opts.batch_rows))
                     writer.add(flat, lengths)
                 writer.finish()
             finally:

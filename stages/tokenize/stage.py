@@ -31,7 +31,7 @@ import pyarrow as pa
 
 from datapipe import schema as S
 from datapipe.errors import JobError, SpecError
-from datapipe.shards import ShardOptions
+from stages.tokenize.writer import ShardOptions
 from datapipe.stage import AnnotatorStage, Compute, StageConfig
 
 log = logging.getLogger(__name__)
@@ -44,7 +44,7 @@ TOKENS_TYPE = pa.list_(pa.int32())
 class TokenizeConfig(StageConfig):
     """``tokenizer``: a ``tokenizer.json`` file or a folder with one or with GPT-2
     ``vocab.json`` + ``merges.txt``. ``eos``: the end-of-document token (default: the
-    tokenizer's own, see :func:`datapipe.tokenizer.resolve_eos`)."""
+    tokenizer's own, see :func:`stages.tokenize.identity.resolve_eos`)."""
 
     tokenizer: str
     eos: str | None = None
@@ -92,7 +92,7 @@ class Tokenize(AnnotatorStage):
         return ShardSink(tokenizer=cfg.tokenizer, eos=cfg.eos, options=options, lineage=lineage)
 
     def setup(self) -> None:
-        from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, vocab_size
+        from stages.tokenize.identity import fingerprint, load_tokenizer, resolve_eos, vocab_size
 
         if _in_ray_worker():
             os.environ["TOKENIZERS_PARALLELISM"] = "false"

@@ -21,7 +21,7 @@ from typing import Any, Iterable, Iterator, Sequence
 
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
-from datapipe.tokenizer import (
+from stages.tokenize.identity import (
     DEFAULT_EOS, EOS_CANDIDATES, META_FILE, TOKENIZER_FILE, TokenizerInfo, fingerprint, resolve_eos,
     tokenizer_info, vocab_size,
 )

@@ -10,8 +10,9 @@ import pyarrow as pa
 import pytest
 
 from datapipe.schema import make_batch
-from datapipe.shards import verify_shards, write_shards
-from datapipe.tokenizer import tokenizer_info
+from bench.shard_writers import write_shards
+from datapipe.shards import verify_shards
+from stages.tokenize.identity import tokenizer_info
 from stages.tokenize import Tokenize
 
 pytestmark = pytest.mark.ray

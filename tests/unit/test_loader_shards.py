@@ -89,9 +89,9 @@ def test_manifest_errors_say_what_is_wrong(tmp_path):
 
 
 def test_reads_what_the_pipeline_shard_writer_writes(tmp_path):
-    """Integration with `datapipe.shards.SourceShardWriter`: exact tokens, content verified."""
-    from datapipe.shards import SourceShardWriter
-    from datapipe.tokenizer import FINGERPRINT_ALGO, TokenizerInfo
+    """Integration with `stages.tokenize.writer.SourceShardWriter`: exact tokens, content verified."""
+    from stages.tokenize.identity import FINGERPRINT_ALGO, TokenizerInfo
+    from stages.tokenize.writer import SourceShardWriter
     from trainer_bridge.shards import verify_content
 
     info = TokenizerInfo(path="t", fingerprint=f"{FINGERPRINT_ALGO}:t", vocab_size=1000, eos_id=999, eos_token="<e>")

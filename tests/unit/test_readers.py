@@ -4,6 +4,7 @@ and the same documents whatever the split size."""
 from __future__ import annotations
 
 import gzip
+import os
 import json
 import pickle
 import sysconfig
@@ -66,7 +67,7 @@ def test_wrong_type_in_a_reader_option_names_file_and_option(tmp_path):
 
 
 def test_registry_and_unknown_format():
-    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange"}
+    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange", "code"}
     assert reader_for("warc") is READERS["warc"]
     with pytest.raises(SpecError, match="valid formats: .*html.*jsonl.*parquet.*text.*warc"):
         reader_for("csv")
@@ -127,8 +128,10 @@ def test_warc_responses_match_warcio(shared_dir):
         pages, responses = _warcio_pages(f.path, f.rel)
         mine = [r for r in rows if r["origin"].startswith(f.rel + "@")]
         assert len(mine) == responses, f.rel  # every response record: a document or a reject
-        got = [(r["id"], r["url"], r["raw"]) for r in docs(mine)]
-        want = [(S.make_id(SRC, rid), url, payload) for rid, url, payload in pages if payload.strip()]
+        got = [(r["id"], r["source_id"], r["url"], r["raw"]) for r in docs(mine)]
+        # source_id: the WARC-Record-ID users join results back to the crawl by (issue #29)
+        want = [(S.make_id(SRC, rid), None if rid.startswith(f"{f.rel}@") else rid, url, payload)
+                for rid, url, payload in pages if payload.strip()]
         assert got == want, f.rel
         total_pages += len(got)
     assert total_pages >= 60
@@ -159,11 +162,12 @@ def test_wet_conversion_matches_its_warc(shared_dir):
     page_rows = docs(read_all(READERS["warc"](source=SRC), warc))
     assert len(text_rows) == len(page_rows) == 1
     with open(wet[0].path, "rb") as fh:
-        conv = [(r.content_stream().read().decode("utf-8"), r.rec_headers.get_header("WARC-Refers-To"))
-                for r in ArchiveIterator(fh) if r.rec_type == "conversion"]
-    [(ref_text, refers_to)] = conv
+        conv = [(r.content_stream().read().decode("utf-8"), r.rec_headers.get_header("WARC-Refers-To"),
+                 r.rec_headers.get_header("WARC-Record-ID")) for r in ArchiveIterator(fh) if r.rec_type == "conversion"]
+    [(ref_text, refers_to, record_id)] = conv
     t, p = text_rows[0], page_rows[0]
     assert t["text"] == ref_text and t["raw"] is None
+    assert t["source_id"] == record_id and p["source_id"] == refers_to
     assert t["url"] == p["url"] == "https://an.wikipedia.org/wiki/Escopete"
     assert p["id"] == S.make_id(SRC, refers_to)  # the WET record points at this response
     title = ref_text.splitlines()[0]
@@ -382,3 +386,38 @@ def test_readers_and_splits_pickle(shared_dir):
     reader2, splits2 = pickle.loads(pickle.dumps((reader, splits)))
     assert splits2 == splits
     assert same_rows([r for s in splits2 for t in reader2.read(s) for r in t.to_pylist()], read_all(reader, files))
+
+
+def test_file_names_that_are_not_utf8_keep_recoverable_origins(tmp_path):
+    """Issue #29: `\\xff\\xfe.jsonl` and `\\xfe\\xff.jsonl` both became U+FFFD x 6; origins
+    percent-encode the undecodable bytes (and `%`), so each names its own file."""
+    from urllib.parse import unquote_to_bytes
+
+    from datapipe.spec import reader_for_source
+
+    data = tmp_path / "data"
+    data.mkdir()
+    names = [b"\xff\xfe.jsonl", b"\xfe\xff.jsonl", b"100% \xe9t\xe9.jsonl", "caf\u00e9.jsonl".encode()]
+    for i, name in enumerate(names):
+        (data / os.fsdecode(name)).write_text(f'{{"text": "document {i}"}}\n')
+    with open(os.path.join(os.fsencode(data), b"\xff.parquet"), "wb") as fh:
+        pq.write_table(pa.table({"text": ["a parquet row"]}), fh)
+    job = tmp_path / "job.yaml"
+    job.write_text("name: t\noutput: out\nsources:\n  - {name: docs, format: jsonl, paths: [data/*.jsonl]}\n"
+                   "  - {name: table, format: parquet, paths: [data/*.parquet]}\n"
+                   "stages: [{normalize: {}}]\n")
+    spec = load_job(job)
+    reader = reader_for_source(spec, spec.sources[0])
+    rows = [r for split in reader.plan(list(spec.sources[0].files)) for t in reader.read(split) for r in t.to_pylist()]
+    by_text = {r["text"]: r["origin"] for r in rows}
+    assert len(set(by_text.values())) == 4
+    for i, name in enumerate(names):
+        origin = by_text[f"document {i}"]
+        assert origin.endswith("@0")
+        if i == 3:
+            assert origin == "caf\u00e9.jsonl@0"            # valid UTF-8 names stay as they are
+        else:
+            assert unquote_to_bytes(origin[:-2]) == name     # the bytes, recovered
+    table = reader_for_source(spec, spec.sources[1])
+    [row] = [r for split in table.plan(list(spec.sources[1].files)) for t in table.read(split) for r in t.to_pylist()]
+    assert row["origin"] == "%FF.parquet#0"

@@ -13,8 +13,12 @@ from pathlib import Path
 
 import pytest
 
+import pyarrow as pa
+
+from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.readers import READERS, InputFile, Reader
+from stages.extract import Extract
 
 SRC = "src"
 
@@ -63,6 +67,12 @@ def test_mediawiki_dump_pages_redirects_and_namespaces(shared_dir):
     for r in kept:                                      # plain text: no wiki markup left
         assert "[[" not in r["text"] and "{{" not in r["text"] and "<ref" not in r["text"], r["source_id"]
         assert "Category:" not in r["text"]
+    # the page title: in the document's metadata, and the `title` column a chain with
+    # `extract` has (issue #29: it was null for MediaWiki pages)
+    assert [json.loads(r["metadata"])["title"] for r in kept] == [p["title"] for p in articles]
+    table = pa.Table.from_pylist(kept[:20], schema=S.BASE_SCHEMA)
+    out, _ = Extract().process(table)
+    assert out.column("title").to_pylist() == [p["title"] for p in articles[:20]]
 
 
 def test_mediawiki_utf16_dump(shared_dir):
@@ -171,3 +181,25 @@ def test_truncated_dump_keeps_pages_read_and_counts_the_rest(shared_dir, tmp_pat
     got = reasons(rows)
     assert got[None] >= 1 and got["read:truncated_bz2"] == 1
     assert rows[-1]["origin"] == "cut.xml.bz2"
+
+
+@pytest.mark.parametrize("split", ["lines", "paragraphs"])
+def test_pieces_of_an_over_long_line_have_their_own_ids(shared_dir, split):
+    """WikiText-2 lines longer than max_chars are cut into pieces; each piece is its own
+    document (issue #29: they shared the line's id and all but the first were rejected
+    as duplicates), and the pieces hold the whole line."""
+    path = shared_dir / "corpora" / "wiki" / "wikitext-2-raw.test.txt"
+    limit = 2000
+    rows = read_all(READERS["text"](source=SRC, options={"split": split, "max_chars": limit}),
+                    one_file(path, path.parent))
+    ids = [r["id"] for r in rows]
+    assert len(ids) == len(set(ids))
+    assert all(r["_reject_reason"] is None and len(r["text"]) <= limit for r in rows)
+    long_lines = [(no, line) for no, line in enumerate(path.read_text(encoding="utf-8").split("\n"), 1)
+                  if len(line) > limit]
+    assert len(long_lines) >= 5
+    by_origin = {r["origin"]: r["text"] for r in rows}
+    squash = lambda s: "".join(s.split())
+    for no, line in long_lines:
+        pieces = [t for o, t in by_origin.items() if o == f"{path.name}:{no}" or o.startswith(f"{path.name}:{no}+")]
+        assert len(pieces) >= 2 and squash(line) in squash("".join(pieces))

@@ -1,7 +1,7 @@
 """Shard writer, verify and inspect.
 
 The reader below is written from the format description in docs/formats.md (Megatron
-``MMIDIDX`` v1) and shares no code with ``datapipe.shards``: if the writer and this
+``MMIDIDX`` v1) and shares no code with the writer (``stages/tokenize/writer.py``): if the writer and this
 reader agree on every document's exact token sequence, Megatron-style readers will too.
 """
 
@@ -20,10 +20,10 @@ import xxhash
 from datapipe.errors import JobError
 from datapipe.schema import make_batch
 from datapipe.errors import SpecError
-from datapipe.shards import (
-    ShardOptions, add_cli, conservation_problems, inspect_shards, verify_shards, write_shards,
-)
-from datapipe.tokenizer import TokenizerInfo, tokenizer_info
+from bench.shard_writers import write_shards
+from datapipe.shards import add_cli, inspect_shards, verify_shards
+from stages.tokenize.identity import TokenizerInfo, load_for_decoding, tokenizer_info
+from stages.tokenize.writer import ShardOptions, conservation_problems
 from stages.tokenize import Tokenize
 
 SEED = 1234
@@ -132,7 +132,7 @@ def test_independent_reader_gets_exact_documents_uint16(tmp_path, gpt2, tokenize
     result = write_shards([tokenized.slice(0, 25), tokenized.slice(25)], tmp_path, tokenizer_info=info,
                           shard_tokens=4096, seed=SEED, lineage={"job_hash": "test"}, span_documents=span)
     assert sorted(result) == ["books", "wiki"]
-    from datapipe.tokenizer import load_tokenizer
+    from stages.tokenize.identity import load_tokenizer
 
     tok = load_tokenizer(gpt2)
     for source in ("wiki", "books"):
@@ -317,7 +317,7 @@ def test_verify_catches_an_idx_that_disagrees_with_the_bin(written):
 
 def test_verify_and_inspect_cli(written, capsys):
     ap = argparse.ArgumentParser()
-    add_cli(ap.add_subparsers(dest="cmd", required=True))
+    add_cli(ap.add_subparsers(dest="cmd", required=True), load=load_for_decoding)
     args = ap.parse_args(["shards", "verify", str(written.parent)])
     assert args.func(args) == 0
     args = ap.parse_args(["shards", "inspect", str(written.parent), "--json"])
@@ -334,7 +334,7 @@ def test_verify_and_inspect_cli(written, capsys):
 def test_inspect_decodes_an_excerpt(tmp_path, gpt2, tokenized):
     info = tokenizer_info(gpt2)
     write_shards([tokenized], tmp_path, tokenizer_info=info, shard_tokens=1 << 16, seed=SEED, lineage={})
-    rep = inspect_shards(tmp_path / "wiki", excerpt_tokens=16)["sources"]["wiki"]
+    rep = inspect_shards(tmp_path / "wiki", excerpt_tokens=16, load=load_for_decoding)["sources"]["wiki"]
     first = expected_order([f"wiki/{i:04d}" for i in range(40)], SEED)[0]
     text = tokenized.filter(pa.compute.equal(tokenized["id"], f"wiki/{first:04d}"))["text"][0].as_py()
     assert rep["excerpt"] and text.startswith(rep["excerpt"])

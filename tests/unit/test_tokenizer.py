@@ -10,7 +10,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from datapipe.errors import SpecError
-from datapipe.tokenizer import fingerprint, load_tokenizer, resolve_eos, tokenizer_info
+from stages.tokenize.identity import fingerprint, load_tokenizer, resolve_eos, tokenizer_info
 from stages.tokenize.train import TrainConfig, add_cli, train_tokenizer, training_texts
 
 

@@ -1,9 +1,10 @@
-"""Byte-level BPE tokenizers: load one, and pin it by content.
+"""Tokenizer identity for the ``tokenize`` stage: load a byte-level BPE tokenizer, and
+pin it by content.
 
-The engine's half of tokenization: shards record a tokenizer by fingerprint, and the
-shard verifier, loader and mixes check it, so loading and fingerprinting live here;
-training one is model tooling beside the ``tokenize`` stage (``stages/tokenize/train.py``,
-``datapipe tokenizer train``).
+Shards record the tokenizer by fingerprint (the manifest's ``tokenizer`` block,
+:meth:`TokenizerInfo.to_manifest`); the loader and mixes compare the recorded strings and
+never load a tokenizer, so loading and fingerprinting live with the stage that uses them.
+Training one is beside it too (``stages/tokenize/train.py``, ``datapipe tokenizer train``).
 
 Everything here works offline: a tokenizer is a local ``tokenizer.json`` (HF
 ``tokenizers`` format) or a GPT-2 style folder with ``vocab.json`` + ``merges.txt``;
@@ -215,3 +216,10 @@ def tokenizer_info(path: str | os.PathLike[str], *, eos: str | None = None) -> T
         path=str(path), fingerprint=fingerprint(tok), vocab_size=vocab_size(tok),
         eos_id=eos_id, eos_token=eos_token,
     )
+
+
+def load_for_decoding(path: str | os.PathLike[str]) -> tuple[Any, str]:
+    """``(tokenizer, fingerprint)`` of ``path``: what ``datapipe shards inspect`` needs
+    to decode an excerpt and check it has the shards' tokenizer."""
+    tok = load_tokenizer(path)
+    return tok, fingerprint(tok)
