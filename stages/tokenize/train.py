@@ -1,7 +1,7 @@
 """Byte-level BPE training for the ``tokenize`` stage: ``datapipe tokenizer train``
 (and ``tokenizer info``), wired into the command line with :func:`add_cli`.
 
-Loading a tokenizer and its fingerprint are the engine's (:mod:`datapipe.tokenizer`):
+Loading a tokenizer and its fingerprint live beside it (:mod:`stages.tokenize.identity`):
 shards, the loader and mixes check them. Training input is read by the job's readers
 (:func:`datapipe.readers.iter_documents`), so the tokenizer sees text the way a job
 produces it.
