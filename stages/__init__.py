@@ -20,6 +20,7 @@ from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
 from stages.tokenize import Tokenize
+from stages.url_filter import UrlFilter
 
 REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
@@ -35,5 +36,6 @@ REGISTRY: dict[str, type[Stage]] = {
     "dedup": Dedup,
     "pii": PiiStage,
     "tokenize": Tokenize,
+    "url_filter": UrlFilter,
 }
 
