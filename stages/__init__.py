@@ -10,6 +10,7 @@ from __future__ import annotations
 from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
+from stages.decontam import Decontaminate
 from stages.dedup import Dedup
 from stages.extract import Extract
 from stages.fineweb import FineWeb
@@ -37,5 +38,6 @@ REGISTRY: dict[str, type[Stage]] = {
     "pii": PiiStage,
     "tokenize": Tokenize,
     "url_filter": UrlFilter,
+    "decontaminate": Decontaminate,
 }
 
