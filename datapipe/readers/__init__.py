@@ -10,6 +10,7 @@ for the tools that train models.
 from __future__ import annotations
 
 from datapipe.errors import SpecError
+from datapipe.readers.arxiv import ArxivReader
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.files import HtmlReader, TextReader
 from datapipe.readers.iterate import Document, ReadStats, iter_documents
@@ -27,6 +28,7 @@ READERS: dict[str, type[Reader]] = {
     "warc": WarcReader,
     "mediawiki": MediaWikiReader,
     "stackexchange": StackExchangeReader,
+    "arxiv": ArxivReader,
 }
 
 __all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "iter_documents", "reader_for"]
