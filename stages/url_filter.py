@@ -60,7 +60,7 @@ import pyarrow.compute as pc
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.stage import FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, StageConfig
 
 log = logging.getLogger(__name__)
 
@@ -648,6 +648,7 @@ class UrlFilter(FilterStage):
     Config = UrlFilterConfig
     reads = (S.URL,)
     adds = {URL_TAG: pa.string()}
+    compute = Compute(kind="actor")     # lists are parsed and indexed once per actor
 
     def setup(self) -> None:
         cfg = self.config

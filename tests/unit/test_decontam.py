@@ -8,6 +8,7 @@ from __future__ import annotations
 import gzip
 import json
 import re
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -17,11 +18,21 @@ import pytest
 import datapipe
 from stages.decontam.ngrams import NgramIndex, build_index, match
 
-EVAL = Path(__file__).resolve().parents[2] / "jobs" / "curate_data" / "eval" / "wikitext_cloze.jsonl"
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "jobs" / "curate_data"))
+from build_eval import build as build_eval  # noqa: E402
 
 
 @pytest.fixture(scope="module")
-def corpus(shared_dir):
+def eval_file(shared_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("eval") / "wikitext_cloze.jsonl"
+    assert build_eval(shared_dir, out) > 200
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_dir, eval_file):
+    EVAL = eval_file
     raw = (shared_dir / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8")
     articles = [a for a in re.split(r"\n = [^=\n]+ = \n", raw) if len(a.split()) > 200]
     items = [json.loads(line) for line in EVAL.read_text(encoding="utf-8").splitlines()]
@@ -43,7 +54,8 @@ def _edit(text: str) -> str:
     return "".join(c.upper() if i % 7 == 0 else c for i, c in enumerate(t))
 
 
-def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corpus):
+def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corpus, eval_file):
+    EVAL = eval_file
     assert len(corpus["quoted"]) >= 10 and len(corpus["clean"]) >= 100
     stage = datapipe.stage("decontaminate", eval_sets={"wikitext_cloze": [str(EVAL)]}, text_fields=["question"])
     docs = corpus["quoted"] + [_edit(a) for a in corpus["quoted"]] + corpus["clean"]
@@ -61,7 +73,8 @@ def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corp
     assert bench == "wikitext_cloze" and len(gram.split('"')[1].split()) == 13
 
 
-def test_cut_mode_removes_only_the_quoted_span(corpus):
+def test_cut_mode_removes_only_the_quoted_span(corpus, eval_file):
+    EVAL = eval_file
     item = corpus["items"][5]["question"]
     before, after = corpus["books"][2][:3000], corpus["books"][3][:3000]
     doc = f"{before}\n\nAs the quiz put it: {item.upper()}\n\n{after}"
