@@ -278,51 +278,106 @@ class Matcher:
         b = self._bulk[payload >> 32]
         return Rule(kind, value, b.allow, f"{b.name}:{payload & 0xFFFFFFFF}")
 
-    def match(self, view: "UrlView") -> dict[int, Rule]:
-        """Row -> the first rule matching it (host rules before prefixes, keywords,
-        regexes); rows matching nothing are absent."""
+    def match(self, view: "UrlView") -> "Matches":
+        """The first rule matching each row: host rules (exact host, then domains, then
+        subdomain-only, longest suffix first), first labels, then prefixes, keywords,
+        regexes. Vectorised for the hash-set kinds; rules are materialised per row only
+        when asked (:meth:`Matches.rule`)."""
+        out = Matches(view.n, self)
         cand = view.candidates
-        hit_rule: dict[int, Rule] = {}
-        for kind, is_ok in (("host", view.is_self), ("domain", None), ("subdomain", ~view.is_self)):
+        for k, (kind, is_ok) in enumerate((("host", view.is_self), ("domain", None), ("subdomain", ~view.is_self))):
             values = self._sets.get(kind)
-            if values is None or len(cand) == 0:
-                continue
-            idx = values.lookup(cand)
-            hits = idx >= 0
-            if is_ok is not None:
-                hits &= is_ok
-            for j in np.flatnonzero(hits):
-                row = int(cand.row[j])
-                if row not in hit_rule:   # candidates run longest suffix first per row
-                    hit_rule[row] = self._rule(kind, values.value(int(idx[j])), values.payload_of(int(idx[j])))
-        if "label" in self._sets:
+            if values is not None and len(cand):
+                pos = values.lookup(cand)
+                out.assign(k, cand.row, pos, pos >= 0 if is_ok is None else (pos >= 0) & is_ok)
+        if "label" in self._sets and len(view.first_labels):
             labels = view.first_labels
-            for j in np.flatnonzero(self._sets["label"].lookup(labels) >= 0):
-                hit_rule.setdefault(int(labels.row[j]), self.rules["label"][labels.text(int(j))])
-        out = hit_rule
+            pos = self._sets["label"].lookup(labels)
+            out.assign(3, labels.row, pos, pos >= 0)
         if self._prefix_hosts is not None:
-            rows = np.flatnonzero(self._prefix_hosts.lookup(view.host_spans) >= 0)
+            rows = np.flatnonzero((self._prefix_hosts.lookup(view.host_spans) >= 0) & (out.kind < 0))
             for row in map(int, rows):
-                if row in out:
-                    continue
                 host, rest = split_url(view.urls[row].as_py())
                 for prefix, r in self._prefixes.get(host, ()):
                     if (rest or "/").startswith(prefix):
-                        out[row] = r
+                        out.other[row] = r
                         break
         if self._kw is not None:
             rows = np.flatnonzero(pc.fill_null(pc.match_substring_regex(view.urls, self._kw), False)
-                                  .to_numpy(zero_copy_only=False))
+                                  .to_numpy(zero_copy_only=False) & (out.kind < 0))
             for row in map(int, rows):
-                if row not in out:
+                if row not in out.other:
                     low = view.urls[row].as_py().lower()
-                    out[row] = next(r for k, r in sorted(self.rules["keyword"].items()) if k in low)
+                    out.other[row] = next(r for k, r in sorted(self.rules["keyword"].items()) if k in low)
         for rx, _, r in self._regex:
             rows = np.flatnonzero(pc.fill_null(pc.match_substring_regex(view.urls, rx.pattern), False)
-                                  .to_numpy(zero_copy_only=False))
+                                  .to_numpy(zero_copy_only=False) & (out.kind < 0))
             for row in map(int, rows):
-                out.setdefault(row, r)
+                out.other.setdefault(row, r)
         return out
+
+
+_SET_KINDS = ("host", "domain", "subdomain", "label")
+
+
+class Matches:
+    """What one :class:`Matcher` found in a batch: per row, the hash-set kind and
+    position of its first match (-1: none), plus the rare prefix/keyword/regex hits."""
+
+    def __init__(self, n: int, matcher: Matcher) -> None:
+        self.matcher = matcher
+        self.kind = np.full(n, -1, dtype=np.int8)
+        self.pos = np.full(n, -1, dtype=np.int64)
+        self.other: dict[int, Rule] = {}
+
+    def assign(self, k: int, rows: np.ndarray, pos: np.ndarray, ok: np.ndarray) -> None:
+        """Record kind ``k``'s first hit per row (spans come ordered by row, longest
+        first) where the row has no match yet."""
+        idx = np.flatnonzero(ok)
+        if not len(idx):
+            return
+        uniq, first = np.unique(rows[idx], return_index=True)
+        free = self.kind[uniq] < 0
+        self.kind[uniq[free]] = k
+        self.pos[uniq[free]] = pos[idx[first[free]]]
+
+    @property
+    def mask(self) -> np.ndarray:
+        m = self.kind >= 0
+        if self.other:
+            m[list(self.other)] = True
+        return m
+
+    def describe(self, rows: np.ndarray) -> list[str]:
+        """``<kind>:<entry> (<file>:<line>)`` of each row's rule, vectorised per kind
+        (a block list drops many rows per batch)."""
+        out: list[str] = [""] * len(rows)
+        kinds = self.kind[rows]
+        for k in np.unique(kinds):
+            sel = np.flatnonzero(kinds == k)
+            if k < 0:
+                for j in sel:
+                    out[j] = self.other[int(rows[j])].describe()
+                continue
+            kind = _SET_KINDS[int(k)]
+            values = self.matcher._sets[kind]
+            pos = self.pos[rows[sel]]
+            vals = values.values.take(pa.array(pos)).to_pylist()
+            pay = values.payload[pos] if values.payload is not None else np.full(len(pos), -1, np.int64)
+            bulk = self.matcher._bulk
+            rules = self.matcher.rules[kind]
+            for j, v, p in zip(sel.tolist(), vals, pay.tolist()):
+                origin = rules[v].origin if p < 0 else f"{bulk[p >> 32].name}:{p & 0xFFFFFFFF}"
+                out[j] = f"{kind}:{v} ({origin})"
+        return out
+
+    def rule(self, row: int) -> Rule:
+        if self.kind[row] < 0:
+            return self.other[row]
+        kind = _SET_KINDS[int(self.kind[row])]
+        values = self.matcher._sets[kind]
+        k = int(self.pos[row])
+        return self.matcher._rule(kind, values.value(k), values.payload_of(k))
 
 
 _P = 0x100000001B3 * 2 + 1          # odd multiplier: invertible modulo 2**64
@@ -429,21 +484,26 @@ class StringSet:
         return -1 if self.payload is None else int(self.payload[k])
 
     def lookup(self, spans: "_Spans") -> np.ndarray:
-        """For each span, the position of the equal member, or -1."""
+        """For each span, the position of the equal member, or -1. Hash hits are
+        confirmed by comparing the strings (vectorised); an unequal string under an equal
+        hash (a collision) is resolved in Python."""
         hashes = spans.hashes
-        out = np.full(len(hashes), -1, dtype=np.int64)
-        if not len(self.hashes) or not len(hashes):
-            return out
         pos = self._positions(hashes)
-        for j in np.flatnonzero(pos >= 0):   # confirm the hash hits against the strings
+        hit = np.flatnonzero(pos >= 0)
+        if not len(hit):
+            return pos
+        got = _gather(spans.buf.data, spans.start[hit], spans.end[hit]).cast(pa.large_string())
+        eq = pc.equal(got, self.values.take(pa.array(pos[hit]))).to_numpy(zero_copy_only=False)
+        for j in hit[~eq]:
             s = spans.text(int(j))
-            k = int(pos[j])
+            k = int(pos[j]) + 1
+            pos[j] = -1
             while k < len(self.hashes) and self.hashes[k] == hashes[j]:
                 if self.values[k].as_py() == s:
-                    out[j] = k
+                    pos[j] = k
                     break
                 k += 1
-        return out
+        return pos
 
 
 @dataclass
@@ -493,9 +553,11 @@ class UrlView:
         he = _first_at_or_after(np.flatnonzero(_HOST_END[data]), hs, ends)
         pe = _first_at_or_after(np.flatnonzero(_PATH_START[data]), hs, ends)
         at = _first_at_or_after(np.flatnonzero(data == 64), hs, ends)
-        slow = at < pe                                   # userinfo@: the regex path
+        odd = at < pe                                    # userinfo@: the regex path
         if len(data):
-            slow |= (he > hs) & (data[np.minimum(hs, len(data) - 1)] == 91)   # [IPv6]
+            odd |= (he > hs) & (data[np.minimum(hs, len(data) - 1)] == 91)   # [IPv6]
+        slow = odd.copy()
+        if len(data):
             for _ in range(4):                           # trailing dots
                 dot = (he > hs) & (data[np.maximum(he - 1, 0)] == 46)
                 if not dot.any():
@@ -519,8 +581,13 @@ class UrlView:
             vals = hosts.to_pylist()
             url_list = self.urls
             labels: dict[str, str] = {}
-            for r in np.flatnonzero(slow):
-                vals[r] = split_url(url_list[int(r)].as_py(), labels)[0]
+            seen: dict[str, str] = {}
+            for r in map(int, np.flatnonzero(slow)):
+                if odd[r]:
+                    vals[r] = split_url(url_list[r].as_py(), labels)[0]
+                else:                                    # non-ASCII host: IDNA, once per host
+                    h = vals[r]
+                    vals[r] = seen[h] if h in seen else seen.setdefault(h, normalize_host(h, labels))
             hosts = pa.array(vals, pa.string())
         self.hosts = hosts
         h_off, h_data = _buffers(hosts)
@@ -533,7 +600,9 @@ class UrlView:
         nonempty = np.flatnonzero(h_end > h_start)
         c_row = np.concatenate([nonempty, dot_row])
         c_start = np.concatenate([h_start[nonempty], dots + 1])
-        order = np.lexsort((c_start, c_row))
+        # by position in the buffer = by row, then longest suffix first (both runs are
+        # sorted already: a stable sort just merges them)
+        order = np.argsort(c_start, kind="stable")
         c_row, c_start = c_row[order], c_start[order]
         c_end = h_end[c_row]
         ok = c_end > c_start
@@ -668,12 +737,10 @@ class UrlFilter(FilterStage):
     def annotate(self, batch: pa.Table):
         view = UrlView(batch.column(S.URL))
         self._view = view
-        tags: list[str | None] = [None] * view.n
+        tags = np.full(view.n, None, dtype=object)
         for name, m in self.tag_matchers:
-            for i in m.match(view):
-                if tags[i] is None:
-                    tags[i] = name
-        return {URL_TAG: pa.array(tags, pa.string())}
+            tags[m.match(view).mask & (tags == None)] = name  # noqa: E711 - elementwise
+        return {URL_TAG: pa.array(tags.tolist(), pa.string())}
 
     def keep(self, batch: pa.Table):
         view = getattr(self, "_view", None)
@@ -681,22 +748,20 @@ class UrlFilter(FilterStage):
             view = UrlView(batch.column(S.URL))
         self._view = None
         n = view.n
-        blocked = self.block.match(view) if len(self.block) else {}
-        allowed = self.allow_m.match(view) if len(self.allow_m) else {}
-        keep = np.ones(n, dtype=bool)
+        no = np.zeros(n, dtype=bool)
+        blocked = self.block.match(view) if len(self.block) else None
+        allowed = self.allow_m.match(view) if len(self.allow_m) else None
+        b = blocked.mask if blocked is not None else no
+        a = allowed.mask if allowed is not None else no
+        drop = b & ~a
         reasons: list[str | None] = [None] * n
-        overruled = np.zeros(n, dtype=np.int64)
+        rows = np.flatnonzero(drop)
+        if len(rows):
+            for i, d in zip(rows.tolist(), blocked.describe(rows)):
+                reasons[i] = "blocked|" + d
         no_host = (pc.binary_length(view.hosts).to_numpy(zero_copy_only=False) == 0)
-        for i, r in blocked.items():
-            if i in allowed:
-                overruled[i] = 1
-            else:
-                keep[i] = False
-                reasons[i] = f"blocked|{r.describe()}"
         if self.config.allow_only:
-            is_allowed = np.zeros(n, dtype=bool)
-            is_allowed[list(allowed)] = True
-            for i in np.flatnonzero(~is_allowed & keep):
-                keep[i] = False
-                reasons[i] = "not_allowed|" + ("no url" if no_host[i] else view.hosts[int(i)].as_py())
-        return keep, reasons, {"no_url": no_host.astype(np.int64), "allowed_over_block": overruled}
+            for i in map(int, np.flatnonzero(~a & ~drop)):
+                reasons[i] = "not_allowed|" + ("no url" if no_host[i] else view.hosts[i].as_py())
+            drop = drop | ~a
+        return ~drop, reasons, {"no_url": no_host.astype(np.int64), "allowed_over_block": (b & a).astype(np.int64)}
