@@ -446,10 +446,10 @@ class StringSet:
         self.hashes = h[order]
         self.values = arr.take(pa.array(order))
         self.payload = payload[order] if payload is not None else None
-        # radix index: the top ``bits`` of a hash -> where its bucket starts (~1 entry each)
-        self.bits = max(1, min(24, int(len(h)).bit_length()))
+        # radix index: the top ``bits`` of a hash -> where its bucket starts (2-4 entries each)
+        self.bits = max(1, min(24, int(len(h)).bit_length() - 1))
         top = (self.hashes >> np.uint64(64 - self.bits)).astype(np.int64)
-        self.bucket = np.searchsorted(top, np.arange(2**self.bits + 1)).astype(np.int64)
+        self.bucket = np.searchsorted(top, np.arange(2**self.bits + 1)).astype(np.int32 if len(top) < 2**31 else np.int64)
 
     def __len__(self) -> int:
         return len(self.hashes)

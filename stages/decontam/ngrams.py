@@ -154,9 +154,9 @@ class NgramIndex:
     def _bucket(self) -> np.ndarray:
         b = getattr(self, "_radix", None)
         if b is None:
-            self._bits = max(1, min(24, int(len(self.hashes)).bit_length()))
+            self._bits = max(1, min(24, int(len(self.hashes)).bit_length() - 1))
             top = (self.hashes >> np.uint64(64 - self._bits)).astype(np.int64)
-            b = self._radix = np.searchsorted(top, np.arange(2**self._bits + 1)).astype(np.int64)
+            b = self._radix = np.searchsorted(top, np.arange(2**self._bits + 1)).astype(np.int32 if len(top) < 2**31 else np.int64)
         return b
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
