@@ -11,6 +11,7 @@ from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
 from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
+from stages.decontam import Decontaminate
 from stages.dedup import Dedup
 from stages.extract import Extract
 from stages.fineweb import FineWeb
@@ -21,6 +22,7 @@ from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
 from stages.tokenize import Tokenize
+from stages.url_filter import UrlFilter
 
 REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
@@ -39,5 +41,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "dedup": Dedup,
     "pii": PiiStage,
     "tokenize": Tokenize,
+    "url_filter": UrlFilter,
+    "decontaminate": Decontaminate,
 }
 

@@ -11,6 +11,7 @@ for the tools that train models.
 
 from __future__ import annotations
 
+from datapipe.readers.arxiv import ArxivReader
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.code import CodeReader
 from datapipe.readers.files import HtmlReader, TextReader
@@ -31,6 +32,7 @@ READERS: dict[str, type[Reader]] = {
     "mediawiki": MediaWikiReader,
     "stackexchange": StackExchangeReader,
     "code": CodeReader,
+    "arxiv": ArxivReader,
 }
 
 __all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "guess_format",

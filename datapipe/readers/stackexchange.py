@@ -19,6 +19,22 @@ Counted rejects, nothing skipped silently: ``read:orphan_answer`` (an answer who
 question is not in the file; detail: the parent id), ``read:not_a_post`` (post types
 other than questions and answers: tag wikis, moderator nominations; detail: the type),
 ``read:empty`` (a question with no title and no body).
+
+Answer selection (options; the question plus the selected answers stay one document):
+
+* ``answers``: ``all`` (every answer, by score; the default), ``accepted`` (only the
+  answer the asker accepted, the question's ``AcceptedAnswerId``), ``top`` (only the
+  highest-scored answer; ties by lowest id);
+* ``min_score``: answers scoring below it are not selected (with ``accepted``/``top``
+  too: an accepted answer at -2 is not kept under ``min_score: 0``);
+* ``drop_code_only``: answers that are code with no explanation are not selected: an
+  answer with a ``<pre>``/``<code>`` block and fewer than ``min_prose_words`` (3) words
+  of letters outside its code blocks.
+
+A question left with no selected answer is rejected as ``read:no_answer`` (with
+``accepted``/``top``, or when ``min_score``/``drop_code_only`` removed every answer;
+detail: how many answers it had and why none was kept); ``min_answers`` counts
+selected answers (``read:few_answers``).
 """
 
 from __future__ import annotations
@@ -26,9 +42,10 @@ from __future__ import annotations
 import bz2
 import html
 import json
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
-from typing import Iterator
+from typing import Iterator, Literal
 
 from datapipe.errors import SpecError
 from datapipe.readers._streams import FileCorrupt, compression_of, open_binary
@@ -46,6 +63,13 @@ class StackExchangeOptions:
     site_url: str | None = None
     metadata: tuple[str, ...] | str | None = None
     min_answers: int = 0
+    #: which answers make the document: all, accepted (AcceptedAnswerId), top (best score)
+    answers: Literal["all", "accepted", "top"] = "all"
+    #: answers scoring below this are not selected (None: any score)
+    min_score: int | None = None
+    #: leave out answers that are only code (a code block, < min_prose_words words outside)
+    drop_code_only: bool = False
+    min_prose_words: int = 3
 
     def __post_init__(self) -> None:
         if isinstance(self.metadata, list):
@@ -55,8 +79,57 @@ class StackExchangeOptions:
             raise SpecError(f"option metadata must be a list of attribute names, 'all', or null, got {meta!r}")
         if not isinstance(self.min_answers, int) or self.min_answers < 0:
             raise SpecError(f"option min_answers must be an integer >= 0, got {self.min_answers!r}")
+        if self.answers not in ("all", "accepted", "top"):
+            raise SpecError(f"option answers must be 'all', 'accepted' or 'top', got {self.answers!r}")
+        if self.min_score is not None and (not isinstance(self.min_score, int) or isinstance(self.min_score, bool)):
+            raise SpecError(f"option min_score must be an integer (answers scoring below it are left out), "
+                            f"got {self.min_score!r}")
+        if not isinstance(self.min_prose_words, int) or self.min_prose_words < 1:
+            raise SpecError(f"option min_prose_words must be an integer >= 1, got {self.min_prose_words!r}")
         if self.site_url is not None and not self.site_url.startswith(("http://", "https://")):
             raise SpecError(f"option site_url must be an http(s) address, got {self.site_url!r}")
+
+
+_CODE_BLOCK = re.compile(r"(?is)<pre\b.*?</pre>|<code\b.*?</code>")
+_TAG = re.compile(r"<[^>]+>")
+_PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def is_code_only(body: str, min_prose_words: int = 3) -> bool:
+    """Whether an answer body (HTML) is code with no explanation: it has a code block and
+    fewer than ``min_prose_words`` words of letters outside its code blocks."""
+    if not _CODE_BLOCK.search(body):
+        return False
+    prose = html.unescape(_TAG.sub(" ", _CODE_BLOCK.sub(" ", body)))
+    return len(_PROSE_WORD.findall(prose)) < min_prose_words
+
+
+def select_answers(question: dict[str, str], answers: list[dict[str, str]],
+                   opts: StackExchangeOptions) -> tuple[list[dict[str, str]], str]:
+    """The answers a document keeps, by score (highest first, ties by id), and when none
+    is left, why (for the reject's detail)."""
+    ranked = sorted(answers, key=lambda a: (-_int(a.get("Score")), _int(a.get("Id"))))
+    why = []
+    if opts.answers == "accepted":
+        acc = question.get("AcceptedAnswerId")
+        ranked = [a for a in ranked if a.get("Id") == acc]
+        if not ranked:
+            why.append("no accepted answer" if not acc else f"accepted answer {acc} not in the file")
+    if opts.min_score is not None:
+        kept = [a for a in ranked if _int(a.get("Score")) >= opts.min_score]
+        if ranked and not kept:
+            why.append(f"scores below min_score {opts.min_score}")
+        ranked = kept
+    if opts.drop_code_only:
+        kept = [a for a in ranked if not is_code_only(a.get("Body", ""), opts.min_prose_words)]
+        if ranked and not kept:
+            why.append("code only")
+        ranked = kept
+    if opts.answers == "top":
+        ranked = ranked[:1]
+    if not answers:
+        why.append("no answers")
+    return ranked, "; ".join(why)
 
 
 def page_html(question: dict[str, str], answers: list[dict[str, str]]) -> bytes:
@@ -139,9 +212,14 @@ class StackExchangeReader(Reader):
             meta = json.dumps(fields, sort_keys=True, ensure_ascii=False)
         if not question.get("Title", "").strip() and not question.get("Body", "").strip():
             return Rec(key, key, reason="empty", detail="question without title or body", source_id=qid, metadata=meta)
+        n_all = len(answers)
+        answers, why = select_answers(question, answers, opts)
+        selecting = opts.answers != "all" or opts.min_score is not None or opts.drop_code_only
+        if selecting and not answers:
+            return Rec(key, key, reason="no_answer", detail=f"{n_all} answer(s), none selected: {why}",
+                       source_id=qid, metadata=meta)
         if len(answers) < opts.min_answers:
             return Rec(key, key, reason="few_answers", detail=str(len(answers)), source_id=qid, metadata=meta)
-        answers = sorted(answers, key=lambda a: (-_int(a.get("Score")), _int(a.get("Id"))))
         raw = page_html(question, answers)
         if len(raw) > self.max_doc_bytes:
             return Rec(key, key, reason="too_large", detail=self._too_large(len(raw)), source_id=qid, metadata=meta)

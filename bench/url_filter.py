@@ -1,0 +1,165 @@
+"""Throughput of the ``url_filter`` stage beside a plain-Python baseline (``urllib.parse``
++ a set lookup over every label suffix of the host) measured in the same run, and
+datatrove's ``URLFilter`` when it can run in this venv.
+
+URLs: the real WARC-Target-URIs of the shared crawls (../shared or $DATAPIPE_SHARED),
+their hosts re-rooted under IANA top-level domains and, for a quarter of them, under
+domains of the block list, so that ~25% are blocked. Block list: datatrove's bundled UT1
+domain list (4.5M real domains) when datatrove is installed, else one built from the
+crawl's host labels and the IANA TLDs. CPU seconds (``time.process_time``), best of 3.
+
+    .venv/bin/python bench/url_filter.py [--urls 1000000] [--batch 8192] [--ascii-tlds]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import os
+import random
+import re
+import sys
+import tarfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+
+from datapipe import schema as S  # noqa: E402
+from stages.url_filter import Matcher, UrlFilter, UrlFilterConfig, UrlView, parse_list  # noqa: E402
+
+
+def _shared() -> Path:
+    return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
+
+
+def _datatrove_list() -> tuple[str, str] | None:
+    try:
+        from datatrove.utils._import_utils import ASSETS_PATH
+    except ImportError:
+        return None
+    tar = Path(ASSETS_PATH) / "url_filterblacklistsv0_3_0.tar.gz"
+    if not tar.is_file():
+        return None
+    with tarfile.open(tar) as t:
+        return "datatrove UT1 domains", t.extractfile("domains").read().decode("utf-8", "replace")
+
+
+def _inputs(n: int, ascii_tlds: bool = False) -> tuple[list[str], str, str]:
+    shared = _shared()
+    real: set[str] = set()
+    for f in sorted((shared / "corpora" / "web" / "warc").glob("*.warc*")):
+        data = (gzip.open if f.suffix == ".gz" else open)(f, "rb").read()
+        real.update(m.decode() for m in re.findall(rb"WARC-Target-URI: ?<?([^\r\n>]*)", data))
+    parts = [urlsplit(u) for u in sorted(real) if u.startswith("http")]
+    tlds = [t.strip().lower() for t in (shared / "lists" / "iana_tlds.txt").read_text().split()
+            if t.strip() and not t.startswith("#") and (t.isascii() or not ascii_tlds)]
+    labels = sorted({lab for p in parts for lab in (p.hostname or "").split(".")[:-1] if lab})
+    got = _datatrove_list()
+    if got is None:
+        rnd = random.Random(1)
+        doms = sorted({f"{rnd.choice(labels)}{rnd.randrange(10**6)}.{rnd.choice(tlds)}" for _ in range(200_000)})
+        name, text = "built from crawl labels x IANA TLDs", "\n".join(doms)
+    else:
+        name, text = got
+    listed = [d for d in text.splitlines()[:: max(1, len(text) // 2_000_000)] if d and not d.startswith("#")]
+    rnd = random.Random(0)
+    urls = []
+    for i in range(n):
+        p = parts[i % len(parts)]
+        if i % 4 == 0:
+            host = rnd.choice(("", "www.", "m.", "cdn.")) + rnd.choice(listed)
+        else:
+            host = (p.hostname or "example.org").rsplit(".", 1)[0] + "." + rnd.choice(tlds)
+        urls.append(f"{p.scheme}://{host}{p.path or '/'}{'?' + p.query if p.query else ''}")
+    return urls, name, text
+
+
+def _baseline(urls: list[str], domains: set[str]) -> np.ndarray:
+    out = np.zeros(len(urls), dtype=bool)
+    for i, u in enumerate(urls):
+        h = (urlsplit(u).hostname or "").rstrip(".")
+        if h.startswith("www."):
+            h = h[4:]
+        while h:
+            if h in domains:
+                out[i] = True
+                break
+            _, _, h = h.partition(".")
+    return out
+
+
+def _best(fn, repeat: int = 3) -> tuple[float, object]:
+    best, res = float("inf"), None
+    for _ in range(repeat):
+        t0 = time.process_time()
+        res = fn()
+        best = min(best, time.process_time() - t0)
+    return best, res
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--urls", type=int, default=1_000_000)
+    ap.add_argument("--batch", type=int, default=8192)
+    ap.add_argument("--ascii-tlds", action="store_true",
+                    help="only ASCII TLDs (the IANA list's 169 IDN TLDs make ~10%% of hosts IDN by default)")
+    args = ap.parse_args()
+    urls, list_name, text = _inputs(args.urls, args.ascii_tlds)
+    t0 = time.process_time()
+    parsed = parse_list(text, name="list")
+    matcher = Matcher(parsed.rules, [parsed])
+    setup_s = time.process_time() - t0
+    print(f"block list: {list_name}: {len(matcher):,} entries, parsed + indexed in {setup_s:.1f} s CPU, "
+          f"{matcher.nbytes / 1e6:.0f} MB")
+    batches = [pa.array(urls[i:i + args.batch], pa.string()) for i in range(0, len(urls), args.batch)]
+
+    def ours_matcher():
+        return int(sum(matcher.match(UrlView(b)).mask.sum() for b in batches))
+
+    stage = UrlFilter(UrlFilterConfig(block=["example.invalid"]))
+    stage.setup()
+    stage.block = matcher
+    stage._ready = True
+    tables = [pa.table({S.ID: pa.array([str(j) for j in range(len(b))]), S.SOURCE: pa.array(["web"] * len(b)),
+                        S.TEXT: pa.array(["x"] * len(b)), S.URL: b, S.RAW: pa.nulls(len(b), pa.binary()),
+                        S.REJECT_STAGE: pa.nulls(len(b), pa.string()), S.REJECT_REASON: pa.nulls(len(b), pa.string()),
+                        S.REJECT_DETAIL: pa.nulls(len(b), pa.string())}) for b in batches]
+
+    def ours_stage():
+        return sum(sum(st.docs_in - st.docs_out for st in stage.process(t)[1].values()) for t in tables)
+
+    t_match, hits = _best(ours_matcher)
+    t_stage, dropped = _best(ours_stage)
+    domains = set(parsed.domains) | {r.value for r in parsed.rules if r.kind == "domain"}
+    t_base, base = _best(lambda: _baseline(urls, domains), repeat=1)
+    n = len(urls)
+    rows = [("url_filter matcher (hosts, suffix hash lookup)", t_match, hits),
+            ("url_filter stage (+ reject marks, url_tag)", t_stage, dropped),
+            ("baseline: urllib.parse + set over suffixes", t_base, int(base.sum()))]
+    try:
+        from datatrove.data import Document
+        from datatrove.pipeline.filters.url_filter import URLFilter
+        dt = URLFilter(extra_domains=list(domains), use_integrated_lists=False)
+        sample = urls[: min(n, 100_000)]
+        t_dt, kept = _best(lambda: sum(dt.filter(Document(text="x", id=str(i), metadata={"url": u})) is True
+                                       for i, u in enumerate(sample)), repeat=1)
+        rows.append((f"datatrove URLFilter ({len(sample):,} URLs, scaled)", t_dt * n / len(sample), None))
+    except Exception as e:  # noqa: BLE001 - any reason it cannot run is reported
+        print(f"datatrove URLFilter not run: {type(e).__name__}: {e}")
+    print(f"{n:,} URLs, batches of {args.batch}; CPU seconds, best of 3 (baselines 1 run); measured under "
+          "whatever load the machine has")
+    print(f"{'':50} {'CPU s':>8} {'URLs/s':>12} {'blocked':>9}")
+    for name, t, k in rows:
+        print(f"{name:50} {t:8.2f} {n / t:12,.0f} {'' if k is None else k:>9}")
+    agree = hits == int(base.sum())
+    print(f"ours vs baseline blocked counts agree: {agree} ({hits} vs {int(base.sum())})")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,101 @@
+"""decontaminate on real text: the evaluation fixture (cloze questions built from
+WikiText-2 test sentences by jobs/curate_data/build_eval.py) against the WikiText
+articles they came from, the same articles with case and punctuation edited, and
+unrelated real documents (C4, Gutenberg) that share only short common phrases."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import datapipe
+from stages.decontam.ngrams import NgramIndex, build_index, match
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "jobs" / "curate_data"))
+from build_eval import build as build_eval  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def eval_file(shared_dir, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("eval") / "wikitext_cloze.jsonl"
+    assert build_eval(shared_dir, out) > 200
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(shared_dir, eval_file):
+    EVAL = eval_file
+    raw = (shared_dir / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8")
+    articles = [a for a in re.split(r"\n = [^=\n]+ = \n", raw) if len(a.split()) > 200]
+    items = [json.loads(line) for line in EVAL.read_text(encoding="utf-8").splitlines()]
+    quoted = [a for a in articles if any(it["question"][:-7] in a for it in items)]
+    web = [json.loads(line)["text"] for f in sorted((shared_dir / "corpora" / "redpajama").glob("*.jsonl"))
+           for line in f.read_text(encoding="utf-8").splitlines()]
+    books = sorted((shared_dir / "corpora" / "books" / "gutenberg").glob("*.txt.gz"))[:3]
+    book_chunks = []
+    for b in books:
+        words = gzip.decompress(b.read_bytes()).decode("utf-8", "replace").split()
+        book_chunks += [" ".join(words[i:i + 800]) for i in range(0, min(len(words), 40_000), 800)]
+    return {"items": items, "quoted": quoted, "clean": web + book_chunks, "books": book_chunks}
+
+
+def _edit(text: str) -> str:
+    """Case and punctuation edits a web copy of an article would have."""
+    t = text.replace(" @-@ ", "-").replace(" , ", ", ").replace(" .", ".").replace(" 's", "'s")
+    t = t.replace(" ; ", "; ").replace('" ', '"')
+    return "".join(c.upper() if i % 7 == 0 else c for i, c in enumerate(t))
+
+
+def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corpus, eval_file):
+    EVAL = eval_file
+    assert len(corpus["quoted"]) >= 10 and len(corpus["clean"]) >= 100
+    stage = datapipe.stage("decontaminate", eval_sets={"wikitext_cloze": [str(EVAL)]}, text_fields=["question"])
+    docs = corpus["quoted"] + [_edit(a) for a in corpus["quoted"]] + corpus["clean"]
+    # a clean document that shares 12 consecutive words (< n = 13) with an item stays
+    q = corpus["items"][3]["question"].split()
+    docs.append(corpus["books"][0] + " " + " ".join(q[2:14]) + " " + corpus["books"][1])
+    kept, rejects = stage(pa.table({"text": docs}))
+    n_q = len(corpus["quoted"])
+    rejected = set(rejects.column("text").to_pylist())
+    assert all(d in rejected for d in docs[: 2 * n_q])                 # recall 1.0: verbatim and edited
+    assert kept.num_rows == len(docs) - 2 * n_q                         # no clean document dropped
+    detail = rejects.column("reject_detail").to_pylist()[0]
+    assert rejects.column("reject_reason").to_pylist()[0] == "decontaminate:contaminated"
+    bench, _, gram = detail.partition(": ")
+    assert bench == "wikitext_cloze" and len(gram.split('"')[1].split()) == 13
+
+
+def test_cut_mode_removes_only_the_quoted_span(corpus, eval_file):
+    EVAL = eval_file
+    item = corpus["items"][5]["question"]
+    before, after = corpus["books"][2][:3000], corpus["books"][3][:3000]
+    doc = f"{before}\n\nAs the quiz put it: {item.upper()}\n\n{after}"
+    kept, rejects = datapipe.stage("decontaminate", eval_sets={"wikitext_cloze": [str(EVAL)]},
+                                   text_fields=["question"], mode="cut")(pa.table({"text": [doc]}))
+    assert rejects.num_rows == 0
+    out = kept.column("text")[0].as_py()
+    assert before.split()[-1] in out and after.split()[0] in out and "As the quiz put it" in out
+    assert len(out) < len(doc) - len(item) // 2
+    assert not match(pa.array([out]), build_index({"b": [str(EVAL)]}, fields=("question",))).count.any()
+
+
+def test_index_artifact_and_plain_text_sets_decide_the_same(corpus, tmp_path):
+    txt = tmp_path / "items.txt"
+    txt.write_text("\n".join(it["question"] for it in corpus["items"]), encoding="utf-8")
+    idx = build_index({"cloze_txt": [str(txt)]})
+    idx.save(str(tmp_path / "index.npz"))
+    loaded = NgramIndex.load(str(tmp_path / "index.npz"))
+    assert len(loaded) == len(idx) > 3000 and np.array_equal(loaded.hashes, idx.hashes)
+    docs = pa.table({"text": corpus["quoted"][:5] + corpus["clean"][:20]})
+    a = datapipe.stage("decontaminate", index=str(tmp_path / "index.npz")).mark(docs)
+    b = datapipe.stage("decontaminate", eval_sets={"cloze_txt": [str(txt)]}).mark(docs)
+    assert a.column("reject_reason").to_pylist() == b.column("reject_reason").to_pylist()
+    assert a.column("reject_reason").null_count == 20
