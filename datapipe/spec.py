@@ -596,7 +596,9 @@ def check_chain(job: JobSpec, registry: Registry) -> None:
         for st in job.stages:
             if not st.applies_to(src.name):
                 continue
-            missing = [c for c in st.cls.reads if c not in available]
+            # a stage whose columns depend on its config (filter_expr) says so in config.reads
+            reads = tuple(st.cls.reads) + tuple(getattr(st.config, "reads", ()))
+            missing = [c for c in reads if c not in available]
             if missing:
                 col = missing[0]
                 fix = adders.get(col)

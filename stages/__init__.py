@@ -11,6 +11,7 @@ from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
 from stages.dedup import Dedup
+from stages.expr import FilterExpr
 from stages.extract import Extract
 from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality
@@ -25,6 +26,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
     "normalize": Normalize,
     "length": LengthFilter,
+    "filter_expr": FilterExpr,
     "langid": LangId,
     "gopher_repetition": GopherRepetition,
     "gopher_quality": GopherQuality,

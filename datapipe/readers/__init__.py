@@ -12,6 +12,7 @@ from __future__ import annotations
 from datapipe.errors import SpecError
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.files import HtmlReader, TextReader
+from datapipe.readers.hf import HfReader
 from datapipe.readers.iterate import Document, ReadStats, iter_documents
 from datapipe.readers.jsonl import JsonlReader
 from datapipe.readers.mediawiki import MediaWikiReader
@@ -27,6 +28,7 @@ READERS: dict[str, type[Reader]] = {
     "warc": WarcReader,
     "mediawiki": MediaWikiReader,
     "stackexchange": StackExchangeReader,
+    "hf": HfReader,
 }
 
 __all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "iter_documents", "reader_for"]
