@@ -167,7 +167,9 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=2)
     ap.add_argument("--ldnoobw-dir", help="folder of per-language bad-word lists (a clone of LDNOOBW); "
                                           "default: English only, from {shared}/lists/ldnoobw.txt")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"chunks_per_book": 1, "repeats": 1})
     logging.disable(logging.WARNING)
     lists = bad_words_folder(args.ldnoobw_dir)
     _seed_datatrove_badwords(lists)

@@ -87,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--quality-model")
     ap.add_argument("--lm-model")
-    args = ap.parse_args(argv)
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"docs": 100, "repeats": 1}, argv)
 
     from stages.perplexity import PerplexityConfig, PerplexityFilter
     from stages.quality import QualityConfig, QualityFilter

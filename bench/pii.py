@@ -78,7 +78,9 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--copies", type=int, default=3, help="repeat each corpus this many times per batch")
-    args = ap.parse_args(argv)
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"repeat": 1, "copies": 1}, argv)
 
     stage = PiiStage()
     stage.ensure_setup()

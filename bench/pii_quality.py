@@ -177,7 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--misses", action="store_true", help="list every miss and false positive")
     ap.add_argument("--formats", action="store_true", help="recall per format")
     ap.add_argument("--faker-per-type", type=int, default=400, help="Faker values per type (0: skip that set)")
-    args = ap.parse_args(argv)
+    _smoke = _sibling("_smoke")   # bench/ is kept off sys.path here
+
+    args = _smoke.parse(ap, {"per_type": 5, "faker_per_type": 20}, argv)
     docs = pii_labelled.build(seed=args.seed, per_type=args.per_type)
     q = evaluate(docs)
     print(f"labelled set: {len(docs)} documents, seed {args.seed}")

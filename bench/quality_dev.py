@@ -92,7 +92,9 @@ def model_scores(path: str, texts: list[str]) -> np.ndarray:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out-dir", help="keep the trained models here (default: a temporary folder)")
-    args = ap.parse_args(argv)
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {}, argv)
     logging.basicConfig(level=logging.WARNING)
     c = shared_corpora()
     labels = DEV.load_labels()
