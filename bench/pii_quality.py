@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.faker_per_type:
         fails += _faker_report(args)
     print("\ntargets:", "all met" if not fails else "NOT met: " + "; ".join(fails))
-    return 0 if not fails else 1
+    return 0 if not fails or args.smoke else 1   # a smoke run's few values per type measure nothing
 
 
 def _print_misses(q, misses: str, false_positives: str) -> None:
