@@ -310,7 +310,7 @@ def main() -> None:
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
     from bench import _smoke  # the repository is on sys.path (above)
 
-    args = _smoke.parse(ap, {"workloads": "heuristic,warc", "sizes": "100", "work": "<tmp>", "cpus": 2})
+    args = _smoke.parse(ap, {"workloads": "warc", "sizes": "60", "work": "<tmp>", "cpus": 2})
     if args.datatrove:
         datatrove_job(*args.datatrove, cpus=args.cpus)
         return
