@@ -68,7 +68,6 @@ def main() -> None:
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"docs": 300, "repeat": 1})
-    import pandas as pd
 
     shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
     texts, meta = _docs(shared, args.docs)
