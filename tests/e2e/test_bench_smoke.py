@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -26,11 +28,16 @@ def test_bench_runs_at_its_smallest_size(script, shared_dir, tmp_path):
     skip = SKIP.search(script.read_text(encoding="utf-8"))
     if skip:
         pytest.skip(f"{script.name}: {skip.group(1)}")
-    env = {**os.environ, "DATAPIPE_SHARED": str(shared_dir), "PYTHONPATH": str(REPO), "RAY_ADDRESS": "",
-           "TMPDIR": str(tmp_path), "OMP_NUM_THREADS": "1"}
-    env.pop("RAY_ADDRESS")
-    proc = subprocess.run([sys.executable, str(script), "--smoke"], cwd=tmp_path, env=env, capture_output=True,
-                          text=True, timeout=300)
+    # scratch files in a short folder of our own (Ray's socket paths must stay under 108 bytes)
+    scratch = tempfile.mkdtemp(prefix="bsm", dir="/tmp")
+    env = {**os.environ, "DATAPIPE_SHARED": str(shared_dir), "PYTHONPATH": str(REPO), "TMPDIR": scratch,
+           "OMP_NUM_THREADS": "1"}
+    env.pop("RAY_ADDRESS", None)     # benches start their own Ray, never the session's
+    try:
+        proc = subprocess.run([sys.executable, str(script), "--smoke"], cwd=tmp_path, env=env, capture_output=True,
+                              text=True, timeout=300)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
     if "unrecognized arguments: --smoke" in proc.stderr:
         pytest.fail(f"{script.name} does not accept --smoke: build its parser and call "
                     "_smoke.parse(ap, {option: smallest value}) (bench/_smoke.py)", pytrace=False)
