@@ -62,7 +62,9 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=4000)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"docs": 200, "repeat": 1})
     shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
     texts = _texts(shared, args.docs)
     mb = sum(len(t.encode()) for t in texts) / 1e6

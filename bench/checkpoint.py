@@ -84,7 +84,9 @@ def main() -> None:
     ap.add_argument("--every", type=int, default=4)
     ap.add_argument("--device", default="cpu")
     ap.add_argument("--threads", type=int, default=1)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"dim": 64, "layers": 2, "vocab": 512, "seq": 32, "steps": 4, "every": 2})
     torch.set_num_threads(args.threads)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -117,7 +117,9 @@ def main() -> None:
     ap.add_argument("--old", default=OLD, help="commit with the old pass chain")
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--only-local", action="store_true", help="skip the distributed path and the old chain")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"sizes": "400", "work": "<tmp>", "only_local": True})
     import logging
 
     import peers

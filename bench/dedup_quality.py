@@ -344,7 +344,9 @@ def main() -> None:
     ap.add_argument("--out", default="runs/bench/dedup_quality", help="where the corpus and ground truth go")
     ap.add_argument("--originals", type=int, default=1500)
     ap.add_argument("--threshold", type=float, default=0.8)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"originals": 40, "out": "<tmp>"})
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     t0 = time.perf_counter()

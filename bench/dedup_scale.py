@@ -154,7 +154,8 @@ def run_one(data: Path, work: Path, cpus: int) -> dict:
     passes = []
     for p in rep["passes"] + [{"pass": "mark (lazy, run by the consumer)", "seconds": t1 - t_mark, "rows": removed,
                                "t_start": t_mark, "t_end": t1}]:
-        d, wmax, wsum = sampler.peak(p["t_start"], p["t_end"])
+        # a pass without its own time window (the stage's report has none) gets the whole run's peaks
+        d, wmax, wsum = sampler.peak(p.get("t_start", t0), p.get("t_end", t1))
         passes.append({"pass": p["pass"], "seconds": p["seconds"], "rows": p["rows"], "driver_rss": d,
                        "worker_rss_max": wmax, "workers_rss_sum": wsum})
     d, wmax, wsum = sampler.peak(t0, t1)
@@ -202,7 +203,9 @@ def main() -> None:
                     help="edge counts for the components memory table")
     ap.add_argument("--one", nargs=2, metavar=("DATA", "WORK"), help=argparse.SUPPRESS)
     ap.add_argument("--cc", type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"sizes": [400], "edges": [20_000], "out": "<tmp>"})
     if args.one:   # child process: one size
         print(json.dumps(run_one(Path(args.one[0]), Path(args.one[1]), args.cpus)))
         return
@@ -253,7 +256,7 @@ def main() -> None:
     spec = importlib.util.spec_from_file_location("dedup_signatures", _HERE / "dedup_signatures.py")
     sigs = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(sigs)
-    sigs.print_table(sigs.measure(4.0, 1.0, 128))
+    sigs.print_table(sigs.measure(0.05, 0.02, 128) if args.smoke else sigs.measure(4.0, 1.0, 128))
 
 
 if __name__ == "__main__":

@@ -126,7 +126,9 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=4.0, help="MB of text for ours")
     ap.add_argument("--baseline-mb", type=float, default=1.0, help="MB of text for the datasketch baselines")
     ap.add_argument("--num-perm", type=int, default=128)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"mb": 0.05, "baseline_mb": 0.02})
     print(f"MinHash signatures, num_perm={args.num_perm}, word 5-grams, one process; identical outputs checked")
     print_table(measure(args.mb, args.baseline_mb, args.num_perm))
 

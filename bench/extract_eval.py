@@ -93,7 +93,9 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=None, help="only the first N pages")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=16, help="pages per Arrow batch")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"limit": 8, "repeats": 1})
 
     pages = load_pages(args.limit)
     raws = [r for _, r in pages]

@@ -114,7 +114,9 @@ def main() -> None:
     ap.add_argument("--docs", type=int, default=2000)
     ap.add_argument("--batch", type=int, default=256)
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"docs": 100, "repeats": 1})
 
     base, what = load_texts()
     texts = (base * (args.docs // len(base) + 1))[: args.docs]

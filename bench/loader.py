@@ -163,7 +163,9 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=1.5, help="rough time per measurement")
     ap.add_argument("--rounds", type=int, default=5, help="alternating rounds; the best of each is reported")
     ap.add_argument("--schedule", action="store_true", help="measure inside a linear transition between two phases")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"tokens": 200_000, "seq_len": [128], "seconds": 0.05, "rounds": 1})
     torch.set_num_threads(1)
     tmp = tempfile.TemporaryDirectory(prefix="bench-loader-")
     if args.mix:

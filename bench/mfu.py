@@ -115,7 +115,9 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=None, help="GPU peak per device (default: from the table)")
     ap.add_argument("--cpu-peak-tflops", type=float, default=None, help="CPU peak for an MFU on CPU")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (CPU runs)")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"device": "cpu", "configs": ["cpu-small"], "steps": 2, "warmup": 1, "tokens": 100_000, "threads": 1})
     cuda = torch.cuda.is_available() if args.device == "auto" else args.device == "cuda"
     device = "cuda" if cuda else "cpu"
     names = args.configs or (["small", "1b"] if cuda else ["cpu-small"])

@@ -96,7 +96,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lm-model")
     ap.add_argument("--quality-dir", help="per-language classifiers (quality train --by-language)")
     ap.add_argument("--lm-dir", help="per-language LMs (lm train --by-language)")
-    args = ap.parse_args(argv)
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"docs": 100, "repeats": 1}, argv)
     if args.quality_dir or args.lm_dir:
         if not (args.quality_dir and args.lm_dir):
             ap.error("give both --quality-dir and --lm-dir")

@@ -308,7 +308,9 @@ def main() -> None:
     ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
                     "datatrove always gets one task per input file")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"workloads": "warc", "sizes": "60", "work": "<tmp>", "cpus": 2})
     if args.datatrove:
         datatrove_job(*args.datatrove, cpus=args.cpus)
         return

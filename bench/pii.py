@@ -107,7 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--copies", type=int, default=3, help="repeat each corpus this many times per batch")
     ap.add_argument("--baseline", default="main", help="git revision whose pii stage to time beside ours ('' to skip)")
-    args = ap.parse_args(argv)
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"repeat": 1, "copies": 1, "baseline": ""}, argv)
     if args.baseline:
         with tempfile.TemporaryDirectory() as tmp:
             return _compare(args, baseline_stage(args.baseline, tmp))

@@ -192,7 +192,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--plans-per-cell", type=int, default=2,
                     help="numbers per region x type x format in the numbering-plan set (0: skip it)")
     ap.add_argument("--no-clean", action="store_true", help="skip the clean-corpus false-positive scan")
-    args = ap.parse_args(argv)
+    _smoke = _sibling("_smoke")   # bench/ is kept off sys.path here
+
+    args = _smoke.parse(ap, {"per_type": 5, "faker_per_type": 20, "plans_per_cell": 1, "no_clean": True}, argv)
     docs = pii_labelled.build(seed=args.seed, per_type=args.per_type)
     q = evaluate(docs)
     print(f"labelled set: {len(docs)} documents, seed {args.seed}")
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             for _, (_, _, seen) in rows.items():
                 print("\n".join("  " + x for x in seen))
     print("\ntargets:", "all met" if not fails else "NOT met: " + "; ".join(fails))
-    return 0 if not fails else 1
+    return 0 if not fails or args.smoke else 1   # a smoke run's few values per type measure nothing
 
 
 def _print_misses(q, misses: str, false_positives: str) -> None:

@@ -288,7 +288,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--split-mb", type=float, default=64)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"repeat": 1})
     shared = shared_dir()
     split_bytes = int(args.split_mb * (1 << 20))
     header = (f"{'reader':<26}{'files':>6}{'splits':>7}{'docs':>8}{'MB':>8} | {'ours s':>7}{'docs/s':>10}"

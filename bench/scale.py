@@ -119,7 +119,9 @@ def main() -> None:
     ap.add_argument("--factors", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--measure", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"base_mb": 1, "factors": [1]})
     if args.measure:
         measure(args.measure)
         return

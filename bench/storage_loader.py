@@ -81,7 +81,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--tokens", type=int, default=4_000_000, help="tokens per source")
     ap.add_argument("--sources", type=int, default=3)
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"tokens": 100_000, "sources": 2})
     tmp = Path(tempfile.mkdtemp(prefix="bench-storage-"))
     os.environ.update({"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1",
                        "DATAPIPE_CACHE": str(tmp / "cache")})

@@ -99,7 +99,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3, help="best of N runs per row")
     ap.add_argument("--shard-tokens", type=int, default=1 << 20)
     ap.add_argument("--ray", type=int, default=0, metavar="N", help="also run the Ray pipeline on N CPUs")
-    args = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"mb": 0.2, "repeat": 1})
 
     shared = shared_dir()
     tok_path = args.tokenizer or str(shared / "tokenizers" / "gpt2")

@@ -62,10 +62,24 @@ def _read(path: Path, columns: list[str] | None) -> pa.Table:
     from datapipe.readers._streams import compression_of, open_binary
 
     with open_binary(str(path), compression_of(str(path))) as fh:
-        rows = [json.loads(line) for line in fh if line.strip()]
-    if columns:
-        rows = [{c: r.get(c) for c in columns} for r in rows]
-    return pa.Table.from_pylist(rows)
+        rows = [_flat(json.loads(line)) for line in fh if line.strip()]
+    names = columns or sorted({k for r in rows for k in r})
+    # every column typed as in Parquet: a column null in every row must still be a string
+    # column (else filtering it fails: "Invalid null value")
+    return pa.table({c: pa.array([_text(r.get(c)) for r in rows], pa.string()) for c in names})
+
+
+def _flat(record: dict) -> dict:
+    """A JSONL output record (Dolma's layout: ``id``, ``text``, ``source`` on top, every
+    other column under ``metadata``) as the flat row a Parquet output holds."""
+    meta = record.get("metadata")
+    row = dict(meta) if isinstance(meta, dict) else {}
+    row.update({k: v for k, v in record.items() if k != "metadata"})
+    return row
+
+
+def _text(value) -> str | None:
+    return value if value is None or isinstance(value, str) else json.dumps(value, sort_keys=True)
 
 
 def _matches(table: pa.Table, *, reason: str | None, stage: str | None, source: str | None) -> pa.Array:
@@ -84,20 +98,58 @@ def _matches(table: pa.Table, *, reason: str | None, stage: str | None, source: 
 def find(output: str | Path, *, reason: str | None = None, stage: str | None = None, source: str | None = None,
          n: int = 5, seed: int = 0) -> tuple[dict[str, int], list[Example]]:
     """Counts of matching rejects by reason, and ``n`` sampled examples (seeded)."""
+    counts, _, _, examples = _scan(output, reason=reason, stage=stage, source=source, n=n, seed=seed)
+    return counts, examples
+
+
+def _scan(output: str | Path, *, reason: str | None, stage: str | None, source: str | None, n: int,
+          seed: int) -> tuple[dict[str, int], dict[str, int], dict[str, int], list[Example]]:
+    """:func:`find`'s counts and examples, plus every reason and every source present in
+    the rejects (with counts): what to show when a filter matches nothing."""
     files = reject_files(output)
     hits: list[tuple[int, int]] = []         # (file index, row)
     counts: dict[str, int] = {}
+    all_reasons: dict[str, int] = {}
+    all_sources: dict[str, int] = {}
     for i, path in enumerate(files):
         t = _read(path, list(KEY_COLUMNS))
         if t.num_rows == 0:
             continue
         rows = pc.indices_nonzero(_matches(t, reason=reason, stage=stage, source=source)).to_pylist()
         reasons = t.column("reject_reason").to_pylist()
+        for r in reasons:
+            all_reasons[r] = all_reasons.get(r, 0) + 1
+        for s in t.column("source").to_pylist():
+            all_sources[s] = all_sources.get(s, 0) + 1
         for r in rows:
             counts[reasons[r]] = counts.get(reasons[r], 0) + 1
         hits.extend((i, r) for r in rows)
     chosen = sorted(random.Random(seed).sample(hits, min(n, len(hits))))
-    return dict(sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))), list(_load(files, chosen))
+
+    def by_count(d: dict) -> dict:
+        return dict(sorted(d.items(), key=lambda kv: (-kv[1], str(kv[0]))))
+
+    return by_count(counts), by_count(all_reasons), by_count(all_sources), list(_load(files, chosen))
+
+
+def no_match(reasons: dict[str, int], sources: dict[str, int], *, reason: str | None, stage: str | None,
+             source: str | None) -> str:
+    """What to print when the filters match nothing: what does exist, and the likely fix."""
+    if not reasons:
+        return "no rejected documents in this output"
+    lines = ["no rejected documents match"
+             + "".join(f" {flag} {value!r}" for flag, value in (("--reason", reason), ("--stage", stage),
+                                                                   ("--source", source)) if value)]
+    stages = sorted({str(r).split(":", 1)[0] for r in reasons})
+    if reason and ":" not in reason and reason in stages:
+        lines.append(f"  --reason takes '<stage>:<rule>' or a stage prefix ending in ':'; every reason of "
+                     f"stage {reason!r}: --reason {reason}:")
+    lines.append("reasons present:")
+    lines.extend(f"  {k:>8}  {r}" for r, k in reasons.items())
+    lines.append("sources present: " + ", ".join(f"{s} ({k})" for s, k in sources.items()))
+    if stage and stage not in stages:
+        lines.append("stages that dropped documents: " + ", ".join(stages))
+    return "\n".join(lines)
 
 
 def _load(files: list[Path], chosen: list[tuple[int, int]]) -> Iterator[Example]:
@@ -190,8 +242,11 @@ def render(counts: dict[str, int], examples: list[Example], *, filtered: bool) -
 def _cmd_inspect(args: argparse.Namespace) -> int:
     filtered = bool(args.reason or args.stage or args.source)
     if filtered:
-        counts, examples = find(args.output, reason=args.reason, stage=args.stage, source=args.source,
-                                n=args.n, seed=args.seed)
+        counts, reasons, sources, examples = _scan(args.output, reason=args.reason, stage=args.stage,
+                                                   source=args.source, n=args.n, seed=args.seed)
+        if not counts:
+            print(no_match(reasons, sources, reason=args.reason, stage=args.stage, source=args.source))
+            return 0
         print(render(counts, examples, filtered=True))
         return 0
     counts, _ = find(args.output, n=0)

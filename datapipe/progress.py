@@ -65,7 +65,7 @@ class Progress:
         self._dropped: dict[str, dict[str, int]] = {s: {} for s in self.stages}
 
     # -- feeding ---------------------------------------------------------------------
-    def split_done(self, stats: Mapping[str, Mapping[str, Mapping[str, Any]]]) -> None:
+    def split_done(self, stats: Mapping[str, Mapping[str, Mapping[str, Any]]], *, show: bool = True) -> None:
         """Add one finished split's stats: ``{stage: {source: BatchStats dict}}``."""
         for stage, per_source in stats.items():
             if stage not in self._in:        # a stage the caller did not announce: append it
@@ -78,13 +78,25 @@ class Progress:
                 for reason, n in (st.get("dropped") or {}).items():
                     drops[reason] = drops.get(reason, 0) + int(n)
         self.splits += 1
-        self._show()
+        if show:
+            self._show()
 
-    def close(self) -> None:
-        """Print the final state (once)."""
+    def close(self, final: Mapping[str, Mapping[str, Mapping[str, Any]]] | None = None, *,
+              splits: int | None = None) -> None:
+        """Print the final state (once). ``final``: the run's merged stats, as the report
+        has them (``{stage: {source: BatchStats dict}}``), and ``splits`` the read splits:
+        the last line then counts what the report counts, not the sum of what each
+        phase's splits (and splits run again after the id check) reported on the way."""
         if self._closed:
             return
         self._closed = True
+        if final is not None:
+            self._in = {s: 0 for s in self.stages}
+            self._out = {s: 0 for s in self.stages}
+            self._dropped = {s: {} for s in self.stages}
+            self.splits = 0
+            self.split_done(final, show=False)
+            self.splits = splits if splits is not None else self.splits
         if self.tty:
             self._draw()
         else:
@@ -107,9 +119,10 @@ class Progress:
         """The one-line form: splits done, docs into the chain and out of it, rate, top drop."""
         elapsed = max(self.clock() - self._t0, 1e-9)
         first = self.stages[0] if self.stages else None
-        last = self.stages[-1] if self.stages else None
         docs_in = self._in.get(first, 0)
-        docs_out = self._out.get(last, 0)
+        # out of the chain: what entered less every drop (the last stage may see only some
+        # sources, so its own "out" is not the chain's)
+        docs_out = docs_in - sum(n for s in self.stages for n in self._dropped[s].values())
         splits = f"{self.splits}/{self.total_splits}" if self.total_splits else str(self.splits)
         drops = {}
         for s in self.stages:

@@ -432,10 +432,10 @@ def _execute(plan: Plan, run: commit.OutputRun, records_dir: Path, job_hash: str
         plan.sink.prepare()
     progress = _progress(plan.chain, echo)
     res = _run_phases(plan, staging, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
-    progress.close()
     last = res.final()
     files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
     stats = _merged_stats(res)
+    progress.close(stats, splits=len(plan.splits))   # the "done:" line counts what the report counts
     _sweep_tmp(staging, ["documents", "rejects"] + ([plan.sink.folder] if plan.sink is not None else []))
     wall = time.time() - started
 

@@ -24,14 +24,19 @@ the plan the runner executes.
 Placeholders in any string value: ``{spec_dir}`` (this file's folder), ``{stdlib}`` (the
 running interpreter's standard library, real code on every machine), ``{shared}``
 (``$DATAPIPE_SHARED``, default ``<spec_dir>/../../shared``), ``{models}``
-(``$DATAPIPE_MODELS``, default ``<spec_dir>/../models``: models the project trains). Source paths and ``output``
-are relative to the spec file; other relative paths are relative to the working
-directory of the process that runs the job.
+(``$DATAPIPE_MODELS``, default ``<spec_dir>/../models``: models the project trains).
+
+Every relative path in a spec is relative to the spec file's folder, whatever the
+working directory: source ``paths``, ``output``, and the stage config values that name a
+file or folder (:func:`is_path_key`: ``model``, ``models``, ``tokenizer``, ``cutoffs`` and
+keys ending in ``_path``, ``_dir``, ``_in`` or ``_out``). Only ``--output`` on the
+command line is relative to where the user is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import difflib
 import hashlib
 import json
 import os
@@ -45,7 +50,7 @@ from typing import Any, Literal, Mapping
 from datapipe import fs
 from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
-from datapipe.stage import GlobalStage, Stage, StageConfig
+from datapipe.stage import FormatterStage, GlobalStage, RewriteFilterStage, Stage, StageConfig
 
 Registry = Mapping[str, type[Stage]]
 
@@ -299,18 +304,57 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str,
 
 
 @contextlib.contextmanager
-def _shared_hint(entry: Any, shared: str):
-    """A SpecError raised for a spec entry that uses ``{shared}`` says what it became
-    and how to point it elsewhere (a missing model or list is usually a missing folder)."""
+def _shared_hint(entry: Any, subs: Mapping[str, str]):
+    """A SpecError raised for a spec entry that uses ``{shared}`` or ``{models}`` says
+    what the placeholder became and which variable points it elsewhere (a missing model
+    or list is usually a missing folder)."""
     try:
         yield
     except SpecError as exc:
-        if "{shared}" not in json.dumps(entry, default=str):
+        used = json.dumps(entry, default=str)
+        hints = []
+        for name, var, default in (("shared", "DATAPIPE_SHARED", "<spec folder>/../../shared"),
+                                   ("models", "DATAPIPE_MODELS", "<spec folder>/../models")):
+            if "{" + name + "}" not in used:
+                continue
+            value = subs[name]
+            origin = (f"${var}" if var in os.environ
+                      else f"the default {default}; set {var} to the folder that holds them")
+            missing = "" if os.path.isdir(value) else " (that folder does not exist)"
+            hints.append(f"{{{name}}} = {value}{missing}, from {origin}")
+        if not hints:
             raise
-        origin = ("$DATAPIPE_SHARED" if "DATAPIPE_SHARED" in os.environ
-                  else "the default <spec folder>/../../shared; set DATAPIPE_SHARED to the shared data folder")
-        missing = "" if os.path.isdir(shared) else " (that folder does not exist)"
-        raise SpecError(f"{exc} [{{shared}} = {shared}{missing}, from {origin}]") from None
+        raise SpecError(f"{exc} [{'; '.join(hints)}]") from None
+
+
+_PATH_KEYS = frozenset({"model", "models", "tokenizer", "cutoffs"})
+_PATH_SUFFIXES = ("_path", "_dir", "_in", "_out")
+
+
+def is_path_key(key: str) -> bool:
+    """Whether a stage config key names a file or folder (so a relative value is
+    resolved against the spec's folder): ``model``, ``models`` (a mapping of paths),
+    ``tokenizer``, ``cutoffs``, and ``*_path``, ``*_dir``, ``*_in``, ``*_out``. A
+    plugin stage's path options follow the same names."""
+    return key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES)
+
+
+def _resolve_config_paths(cfg: Any, spec_dir: Path) -> Any:
+    """``cfg`` (a stage's config mapping) with its relative path values made absolute
+    against ``spec_dir``; URIs and absolute paths stay as they are."""
+    if not isinstance(cfg, dict):
+        return cfg
+
+    def resolve(value: Any) -> Any:
+        if isinstance(value, str) and value and not os.path.isabs(value) and fs.scheme(value) is None:
+            return str(spec_dir / value)
+        if isinstance(value, list):
+            return [resolve(v) for v in value]
+        if isinstance(value, dict):
+            return {k: resolve(v) for k, v in value.items()}
+        return value
+
+    return {k: resolve(v) if isinstance(k, str) and is_path_key(k) else v for k, v in cfg.items()}
 
 
 def _check_source_name(sname: Any, names: set[str], where: str) -> None:
@@ -355,8 +399,8 @@ def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Re
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
     storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
     out = _output(raw, output, path, spec_dir)
-    sources = _sources(raw, unexpanded, path, spec_dir, subs["shared"], storage, readers)
-    stages = _stages(raw, unexpanded, path, {s.name for s in sources}, subs["shared"], registry)
+    sources = _sources(raw, unexpanded, path, spec_dir, subs, storage, readers)
+    stages = _stages(raw, unexpanded, path, spec_dir, {s.name for s in sources}, subs, registry)
     shards = _sink_options(raw, stages, path)
     _check_output_is_safe(out, spec_dir, sources, path, storage)
     job = JobSpec(name=raw["name"], path=str(path), output=out, on_error=raw.get("on_error", "skip"),
@@ -395,7 +439,7 @@ def _output(raw: dict, output: str | None, path: Path, spec_dir: Path) -> str:
     return str(Path(out).resolve()) if fs.is_local(out) else out
 
 
-def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, shared: str,
+def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, subs: Mapping[str, str],
              storage: fs.StorageOptions, readers: Mapping[str, type] | None) -> list[SourceSpec]:
     from datapipe.readers import reader_class, reader_registry
 
@@ -425,14 +469,14 @@ def _sources(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, shared: st
         if not isinstance(paths, list) or not paths:
             raise SpecError(f"{where}: 'paths' must be a path or a non-empty list of paths/globs")
         options = build(reader.Options, src.get("options"), where=f"{where}: options")
-        with _shared_hint(unexpanded["sources"][i], shared):
+        with _shared_hint(unexpanded["sources"][i], subs):
             files, root = _resolve_files(paths, base=spec_dir, where=where, storage=storage)
         sources.append(SourceSpec(name=sname, format=fmt, files=tuple(files), options=options, root=root,
                                   reader=reader))
     return sources
 
 
-def _stages(raw: dict, unexpanded: dict, path: Path, names: set[str], shared: str,
+def _stages(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, names: set[str], subs: Mapping[str, str],
             registry: Registry) -> list[StageSpec]:
     from datapipe.plugins import stage_class
 
@@ -452,9 +496,14 @@ def _stages(raw: dict, unexpanded: dict, path: Path, names: set[str], shared: st
             raise SpecError(f"{path}: stages[{i}] must be a one-key mapping '<stage>: {{config}}' or "
                             f"'{{stage: <name>, sources: [..], config: {{..}}}}', got {entry!r}")
         (sname, cfg), = entry.items()
+        if isinstance(sname, str) and sname not in registry:
+            close = difflib.get_close_matches(sname, list(registry), n=1)
+            if close:
+                raise SpecError(f"{path}: stages[{i}]: unknown stage {sname!r}; did you mean {close[0]!r}? "
+                                f"valid stages: {', '.join(sorted(registry))}")
         cls = stage_class(registry, sname, where=f"{path}: stages[{i}]")
-        with _shared_hint(unexpanded["stages"][i], shared):
-            config = build(cls.Config, cfg, where=f"{path}: stages[{i}] ({sname})")
+        with _shared_hint(unexpanded["stages"][i], subs):
+            config = build(cls.Config, _resolve_config_paths(cfg, spec_dir), where=f"{path}: stages[{i}] ({sname})")
         if only is not None and issubclass(cls, GlobalStage):
             raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
         stages.append(StageSpec(name=instance or sname, cls=cls, config=config, index=i,
@@ -541,7 +590,9 @@ def reader_for_source(job: JobSpec, src: SourceSpec):
 def check_chain(job: JobSpec, registry: Registry) -> None:
     """Walk every source through the stages; a stage reading a column its source does
     not have at that point is an error naming the stage, the column and the fix (the
-    stages of ``registry`` that add it)."""
+    stages of ``registry`` that add it). A stage that rewrites text after the stage
+    that writes token shards is refused (:func:`_check_sink_is_last_rewrite`)."""
+    _check_sink_is_last_rewrite(job)
     adders: dict[str, list[str]] = {}
     for n, cls in registry.items():
         for col in cls.adds:
@@ -551,7 +602,9 @@ def check_chain(job: JobSpec, registry: Registry) -> None:
         for st in job.stages:
             if not st.applies_to(src.name):
                 continue
-            missing = [c for c in st.cls.reads if c not in available]
+            # a stage whose columns depend on its config (filter_expr) says so in config.reads
+            reads = tuple(st.cls.reads) + tuple(getattr(st.config, "reads", ()))
+            missing = [c for c in reads if c not in available]
             if missing:
                 col = missing[0]
                 fix = adders.get(col)
@@ -562,3 +615,26 @@ def check_chain(job: JobSpec, registry: Registry) -> None:
                     f"{src.name!r} (format {src.format}) does not have at that point; {how}"
                 )
             available = available | frozenset(st.cls.adds)
+
+
+def rewrites_text(cls: type[Stage]) -> bool:
+    """Whether a stage kind rewrites ``text`` (formatters such as ``pii`` and
+    ``normalize``; rewrite+filter stages such as ``extract`` and ``c4``)."""
+    return issubclass(cls, (FormatterStage, RewriteFilterStage))
+
+
+def _check_sink_is_last_rewrite(job: JobSpec) -> None:
+    """Token shards are written from the tokens the sink stage (``tokenize``) computed
+    when it ran: a stage that rewrites text after it would leave the shards out of step
+    with the documents (a PII address scrubbed in ``documents/`` but still in the
+    shards). Such an order is an error naming both stages and the fix."""
+    sink = next((st for st in job.stages if st.cls.SinkOptions is not None), None)
+    if sink is None:
+        return
+    later = [st for st in job.stages if st.index > sink.index and rewrites_text(st.cls)]
+    if later:
+        names = ", ".join(f"stages[{st.index}] ({st.name})" for st in later)
+        raise SpecError(
+            f"{job.path}: {names} {'rewrites' if len(later) == 1 else 'rewrite'} text after stages[{sink.index}] ({sink.name}), which writes the "
+            f"token shards: the shards would hold the text before {later[0].name!r} changed it. Move "
+            f"'{sink.name}' after every stage that rewrites text (put it last, after '{later[-1].name}')")

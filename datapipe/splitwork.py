@@ -390,6 +390,21 @@ class _TableWriter:
         return info
 
 
+def jsonl_record(row: dict[str, Any]) -> dict[str, Any]:
+    """One output row as a JSONL record, Dolma's layout (docs/formats.md): ``id``,
+    ``text``, ``source`` at the top; every other written column under ``metadata`` by
+    its column name, with nested values as JSON objects and lists. The ``metadata``
+    column (the source record's kept fields, a JSON string in Parquet) is parsed, so it
+    sits as an object at ``metadata.metadata``, never as a string inside a string."""
+    top = (S.ID, S.TEXT, S.SOURCE)
+    line = {k: row[k] for k in top if k in row}
+    meta = {k: v for k, v in row.items() if k not in top}
+    if isinstance(meta.get(S.METADATA), str):
+        meta[S.METADATA] = json.loads(meta[S.METADATA])
+    line["metadata"] = meta
+    return line
+
+
 class _JsonlWriter:
     """Dolma-style JSON lines: ``id``, ``text``, ``source``, then every other written
     column under ``metadata``; one line per row, keys sorted."""
@@ -407,12 +422,9 @@ class _JsonlWriter:
         self._raw = raw
 
     def write(self, table: pa.Table) -> None:
-        top = (S.ID, S.TEXT, S.SOURCE)
         buf = io.StringIO()
         for row in table.to_pylist():
-            line = {k: row[k] for k in top if k in row}
-            line["metadata"] = {k: v for k, v in row.items() if k not in top}
-            buf.write(json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n")
+            buf.write(json.dumps(jsonl_record(row), ensure_ascii=False, sort_keys=True) + "\n")
         self._fh.write(buf.getvalue().encode("utf-8"))
 
     def close(self) -> None:

@@ -13,6 +13,7 @@ from stages.c4 import C4
 from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
 from stages.decontam import Decontaminate
 from stages.dedup import Dedup
+from stages.expr import FilterExpr
 from stages.extract import Extract
 from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality
@@ -28,6 +29,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,
     "normalize": Normalize,
     "length": LengthFilter,
+    "filter_expr": FilterExpr,
     "langid": LangId,
     "gopher_repetition": GopherRepetition,
     "gopher_quality": GopherQuality,

@@ -682,7 +682,8 @@ def _load_source_manifest(uri: str) -> SourceManifest:
     return load_manifest(local_for_reading(uri))
 
 
-def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> MixPlan:
+def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False,
+                warn: bool = True) -> MixPlan:
     """Open every source of a mix and check that they can be mixed and the budget fits.
 
     Every shard's structure is checked (cheap); ``verify_hashes`` also checks every
@@ -742,23 +743,25 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
         raise SpecError(f"{where}: token_budget {spec.token_budget:,} exceeds max_epochs {spec.max_epochs:g}: "
                         f"{detail}. Lower token_budget to about {int(limit) * spec.seq_len:,} or below, lower "
                         "those sources' weights, add data, or raise max_epochs")
-    for w in report.warnings:
+    for w in report.warnings if warn else ():   # warn=False: the caller shows the report's warnings
         log.warning("%s: %s", where, w)
     return plan
 
 
 def plan_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: bool = False) -> PlanReport:
     """Resolve a mix and report it (``datapipe mix plan``); raises :class:`SpecError` when invalid."""
-    return resolve_mix(spec_or_path, verify_hashes=verify_hashes).report()
+    return resolve_mix(spec_or_path, verify_hashes=verify_hashes, warn=False).report()   # warnings in the report
 
 
 def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *, out: str | os.PathLike,
             name: str | None = None, seq_len: int = 2048, token_budget: int | None = None, seed: int = 0,
-            max_epochs: float = 20.0, warn_epochs: float = 4.0) -> Path:
+            max_epochs: float = 20.0, warn_epochs: float = 4.0, warn: bool = True) -> Path:
     """Write a mix manifest over ``manifests`` (paths stored relative to ``out``'s folder).
 
     The mix is resolved before anything is written, so a mix that would not plan is never
-    written. Without ``token_budget``, the budget is the tokens all sources hold together.
+    written. Without ``token_budget``, the budget is the largest that reads no source more
+    than once at these weights (the source that runs out first is read once, the others
+    less): every token at most once, never a repeated one.
     """
     out = Path(out)
     if len(manifests) != len(weights):
@@ -766,14 +769,16 @@ def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *,
     base = out.parent
     base.mkdir(parents=True, exist_ok=True)  # so that relative paths through it resolve
     rel = [os.path.relpath(Path(m).resolve(), base.resolve()) for m in manifests]
+    sources = tuple(MixSource(manifest=r, weight=w) for r, w in zip(rel, weights))
     if token_budget is None:
-        total = sum(load_manifest(m).total_tokens for m in manifests)
-        token_budget = max(seq_len, total // seq_len * seq_len)
+        token_budget = _one_epoch_budget(MixSpec(name=name or out.stem, seq_len=seq_len, token_budget=seq_len,
+                                                 seed=seed, max_epochs=max_epochs, warn_epochs=warn_epochs,
+                                                 sources=sources, base_dir=base, path=out))
     spec = MixSpec(name=name or out.stem, seq_len=seq_len, token_budget=token_budget, seed=seed,
                    max_epochs=max_epochs, warn_epochs=warn_epochs,
                    sources=tuple(MixSource(manifest=r, weight=w) for r, w in zip(rel, weights)),
                    base_dir=base, path=out)
-    resolve_mix(spec)
+    resolve_mix(spec, warn=warn)
     doc = {"name": spec.name, "seq_len": seq_len, "token_budget": token_budget, "seed": seed,
            "max_epochs": max_epochs, "warn_epochs": warn_epochs,
            "sources": [{"manifest": r, "weight": w} for r, w in zip(rel, weights)]}
@@ -782,6 +787,15 @@ def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *,
                    + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
     os.replace(tmp, out)
     return out
+
+
+def _one_epoch_budget(probe: MixSpec) -> int:
+    """Tokens of the largest budget whose draws read no source more than one epoch."""
+    plan = resolve_mix(probe, warn=False)
+    n = max(1, int(min(nw / float(w) for nw, w in zip(plan.n_windows, plan.weights))))
+    while n > 1 and any(c > nw for c, nw in zip(plan.counts_at(n), plan.n_windows)):
+        n -= 1
+    return n * probe.seq_len
 
 
 # ---------------------------------------------------------------- CLI: datapipe mix new|plan
@@ -802,8 +816,8 @@ def _cmd_new(args: argparse.Namespace) -> int:
         pairs = [_parse_source(a) for a in args.sources]
         out = new_mix([p for p, _ in pairs], [w for _, w in pairs], out=args.out, name=args.name,
                       seq_len=args.seq_len, token_budget=args.token_budget, seed=args.seed,
-                      max_epochs=args.max_epochs, warn_epochs=args.warn_epochs)
-        print(f"wrote {out}")
+                      max_epochs=args.max_epochs, warn_epochs=args.warn_epochs, warn=False)
+        print(f"wrote {out}")   # the report below shows any warning, once
         print(plan_mix(out).format())
     except DatapipeError as e:
         print(f"error: {e}", file=sys.stderr)

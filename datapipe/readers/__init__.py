@@ -15,6 +15,7 @@ from datapipe.readers.arxiv import ArxivReader
 from datapipe.readers.base import InputFile, ReadSplit, Reader
 from datapipe.readers.code import CodeReader
 from datapipe.readers.files import HtmlReader, TextReader
+from datapipe.readers.hf import HfReader
 from datapipe.readers.iterate import Document, ReadStats, iter_documents
 from datapipe.readers.jsonl import JsonlReader
 from datapipe.readers.mediawiki import MediaWikiReader
@@ -33,6 +34,7 @@ READERS: dict[str, type[Reader]] = {
     "stackexchange": StackExchangeReader,
     "code": CodeReader,
     "arxiv": ArxivReader,
+    "hf": HfReader,
 }
 
 __all__ = ["READERS", "Document", "InputFile", "ReadSplit", "ReadStats", "Reader", "guess_format",

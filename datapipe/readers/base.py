@@ -97,7 +97,18 @@ def metadata_json(record: Mapping[str, Any], keep: tuple[str, ...] | str | None,
     if keep == "all":
         fields = {k: v for k, v in record.items() if k != text_key}
     else:
-        fields = {k: get(record, k) for k in keep}
+        fields = {}
+        # a dotted name keeps its nesting: metadata.perplexity -> {"metadata": {"perplexity": ..}};
+        # shallow names first, so "a" kept whole beside "a.b" already holds it
+        for k in sorted(keep, key=lambda name: name.count(".")):
+            *parents, leaf = k.split(".")
+            node = fields
+            for p in parents:
+                node = node.setdefault(p, {})
+                if not isinstance(node, dict):
+                    break
+            else:
+                node.setdefault(leaf, get(record, k))
     return json.dumps(fields, sort_keys=True, ensure_ascii=False, default=str)
 
 

@@ -58,8 +58,8 @@ class TokenizeConfig(StageConfig):
             )
         if not Path(self.tokenizer).exists():
             raise SpecError(
-                f"tokenize: tokenizer {self.tokenizer!r} does not exist (relative paths are relative to "
-                "the working directory; '{shared}/tokenizers/...' names the shared tokenizers)"
+                f"tokenize: tokenizer {self.tokenizer!r} does not exist (in a job spec a relative path is "
+                "relative to the spec file's folder; '{shared}/tokenizers/...' names the shared tokenizers)"
             )
         if self.eos is not None and not self.eos:
             raise SpecError("tokenize: eos must be a non-empty token string or left out")

@@ -27,7 +27,8 @@ def test_stage_in_ray_data_map_batches(ray_session, shared_dir):
     # the class form on an actor pool (the model loads once per actor), rejects marked
     marked = ds.map_batches(datapipe.StageUDF, fn_constructor_kwargs={"stage": "langid", "config": {"languages": ["en"]},
                                                                       "rejects": "mark"},
-                            compute=ray.data.ActorPoolStrategy(size=1), batch_format="pandas", batch_size=4).to_pandas()
+                            compute=ray.data.ActorPoolStrategy(min_size=1, max_size=4),  # as docs/python.md
+                            batch_format="pandas", batch_size=4).to_pandas()
     assert len(marked) == len(texts)
     english = marked[marked["reject_reason"].isna()]
     assert (english["language"] == "en").all() and len(english) >= len(texts) - 2

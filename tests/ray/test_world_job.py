@@ -89,7 +89,7 @@ def test_native_ids_and_metadata_reach_the_outputs(world_output, shared_dir):
     assert len(ccnet) == len(records)                     # every CCNet record, kept or rejected
     for r in ccnet:
         meta = json.loads(r["metadata"])
-        assert meta == {"source": "common-crawl", "metadata.perplexity": records[r["source_id"]]["metadata"]["perplexity"]}
+        assert meta == {"source": "common-crawl", "metadata": {"perplexity": records[r["source_id"]]["metadata"]["perplexity"]}}
     wiki = [r for r in _rows(world_output / "documents") if r["source"] == "wiki"]
     assert wiki and all(r["source_id"] is None and r["metadata"] is None for r in wiki)
 

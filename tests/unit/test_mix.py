@@ -145,12 +145,14 @@ def test_mix_new_and_plan_cli(shards, tmp_path, capsys):
     assert _cli(["mix", "plan", str(tmp_path / "missing.yaml")]) == 2
 
 
-def test_new_mix_default_budget_is_all_tokens(shards, tmp_path):
+def test_new_mix_default_budget_reads_no_source_twice(shards, tmp_path):
+    """Without a budget: the largest one at which no source is read more than once (#29:
+    "all tokens" read the smaller source many epochs at equal weights)."""
     out = new_mix([shards["wiki"], shards["news"]], [1, 1], out=tmp_path / "x.yaml", seq_len=SEQ)
     spec = load_mix(out)
-    total = sum(json.loads(shards[s].read_text())["totals"]["tokens"] for s in ("wiki", "news"))
-    assert spec.token_budget == total // SEQ * SEQ
-    assert resolve_mix(spec).total_samples == total // SEQ
+    windows = [(json.loads(shards[s].read_text())["totals"]["tokens"] - 1) // SEQ for s in ("wiki", "news")]
+    assert spec.token_budget == 2 * min(windows) * SEQ        # equal weights: twice the smaller source
+    assert max(r.epochs for r in plan_mix(out).rows) == 1.0
 
 
 def test_sample_mix_file(repo_dir):

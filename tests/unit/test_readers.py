@@ -67,7 +67,8 @@ def test_wrong_type_in_a_reader_option_names_file_and_option(tmp_path):
 
 
 def test_registry_and_unknown_format():
-    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange", "code", "arxiv"}
+    assert set(READERS) == {"jsonl", "parquet", "text", "html", "warc", "mediawiki", "stackexchange", "code", "arxiv",
+                            "hf"}
     assert reader_for("warc") is READERS["warc"]
     with pytest.raises(SpecError, match="valid formats: .*html.*jsonl.*parquet.*text.*warc"):
         reader_for("csv")

@@ -165,7 +165,7 @@ def test_native_ids_and_metadata(shared_dir):
                      one_file(path, root))
     assert [r["source_id"] for r in named] == [x["id"] for x in records]
     assert [json.loads(r["metadata"]) for r in named] == [
-        {"metadata.perplexity": x["metadata"]["perplexity"], "source": x["source"]} for x in records]
+        {"metadata": {"perplexity": x["metadata"]["perplexity"]}, "source": x["source"]} for x in records]
     everything = read_all(READERS["jsonl"](source=SRC, options={"metadata": "all"}), one_file(path, root))
     assert [json.loads(r["metadata"]) for r in everything] == [{k: v for k, v in x.items() if k != "text"} for x in records]
     assert all(r["source_id"] is None for r in everything)   # no id_key: no native id

@@ -50,7 +50,7 @@ def test_good_spec_loads_with_typed_configs(tmp_path):
 @pytest.mark.parametrize(
     "old,new,expected",
     [
-        ("  - length: {min_chars: 5}", "  - lenght: {min_chars: 5}", "unknown stage 'lenght'; valid stages:"),
+        ("  - length: {min_chars: 5}", "  - lenght: {min_chars: 5}", "unknown stage 'lenght'; did you mean 'length'? valid stages:"),
         ("{min_chars: 5}", "{min_char: 5}", "unknown key 'min_char'; did you mean 'min_chars'?"),
         ("{min_chars: 5}", "{min_chars: five}", "key 'min_chars' must be int, got 'five'"),
         ("{min_chars: 5}", "{min_chars: 5, max_chars: 2}", "min_chars <= max_chars"),
