@@ -20,7 +20,8 @@ repository             from                                        exercises
                        MIT text; ``node_modules/`` holds           token in ``settings.py``; vendored
                        werkzeug's ``debugger.js``                  tree -> ``vendored``
 ``archives/            standard-library modules + kenlm's          a repository tarball; its GPL-3.0
-gpl-tool.tar.gz``      ``COPYING`` (the GPL-3.0 text), last member license -> ``license:not_allowed``
+gpl-tool.tar.gz``      ``COPYING.3`` (GPL-3.0) as ``COPYING``,     license -> ``license:not_allowed``
+                       the last member
 =====================  ==========================================  ==================================
 
 Contract: deterministic (same installed versions -> byte-identical files: sorted tar
@@ -160,7 +161,7 @@ def build(out: Path) -> dict:
     # gpl-tool: a repository tarball whose license file is its last member
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     members = [(f"gpl-tool/src/{name}", stdlib / name) for name in ("bisect.py", "heapq.py", "textwrap.py")]
-    members.append(("gpl-tool/COPYING", _dist_file("kenlm", "licenses/COPYING")))
+    members.append(("gpl-tool/COPYING", _dist_file("kenlm", "licenses/COPYING.3")))
     archives.mkdir(parents=True)
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w", format=tarfile.PAX_FORMAT) as tar:
