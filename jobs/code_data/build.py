@@ -157,7 +157,8 @@ def build(out: Path) -> dict:
     (app / "settings.py").write_text(SETTINGS.format(**keys), encoding="utf-8")
     (app / "app.py").write_text(APP.format(), encoding="utf-8")
     _copy(_dist_file("attrs", "licenses/LICENSE"), app / "LICENSE")
-    _copy(_dist_file("werkzeug", "debug/shared/debugger.js"), app / "node_modules" / "werkzeug-debugger" / "debugger.js")
+    _copy(_dist_file("werkzeug", "debug/shared/debugger.js"),
+          app / "node_modules" / "werkzeug-debugger" / "debugger.js")
     # gpl-tool: a repository tarball whose license file is its last member
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     members = [(f"gpl-tool/src/{name}", stdlib / name) for name in ("bisect.py", "heapq.py", "textwrap.py")]

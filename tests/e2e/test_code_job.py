@@ -45,7 +45,8 @@ def code_run(ray_cluster, repo_dir, tmp_path_factory, shared_dir):
     assert build.returncode == 0, build.stderr[-3000:]
     models = base / "models"
     (models / "sample" / "tokenizer").mkdir(parents=True)
-    shutil.copy(shared_dir / "tokenizers" / "gpt-neox-20b.tokenizer.json", models / "sample" / "tokenizer" / "tokenizer.json")
+    shutil.copy(shared_dir / "tokenizers" / "gpt-neox-20b.tokenizer.json",
+                models / "sample" / "tokenizer" / "tokenizer.json")
     out = base / "out"
     proc = _datapipe(["run", str(jobs / "code.yaml"), "--output", str(out)],
                      _env(ray_cluster, DATAPIPE_MODELS=str(models)), cwd=repo_dir, timeout=900)
