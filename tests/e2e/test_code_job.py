@@ -81,8 +81,6 @@ def test_code_job_filters_licenses_and_secrets(code_run):
     assert "AWS_SECRET_ACCESS_KEY" in decoded and "def object_key" in decoded
     for value in truth["secrets"].values():
         assert value not in settings and value not in decoded
-    assert not any(v in r["text"] for r in _rows(out / "rejects") if r["text"] for v in truth["secrets"].values()
-                   if r["path"] == "settings.py")
     # drop reasons per language, in report.json and report.md
     by_lang = report["drops_by"]["per_source"]
     assert report["drops_by"]["column"] == "language"
