@@ -353,7 +353,8 @@ def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: list[str | None
     if new_text is not None and m:
         changed = pc.fill_null(pc.not_equal(new_text, live.column(S.TEXT).combine_chunks()), True)
         changed = changed.to_numpy(zero_copy_only=False)
-    groups = live.column(DROPS_BY).to_pylist() if DROPS_BY in live.column_names and m else None
+    groups = (live.column(DROPS_BY).to_pylist()
+              if reason_full is not None and DROPS_BY in live.column_names and m and not keep.all() else None)
     for src in sorted(set(sources)):
         sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
         st = BatchStats(docs_in=int(sel.sum()), docs_out=int((sel & keep).sum()), bytes_in=int(in_bytes[sel].sum()),
