@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from datapipe.spec import JobSpec
-from datapipe.stage import BatchStats
+from datapipe.stage import DROPS_BY, BatchStats
 
 
 def _fmt_bytes(n: float) -> str:
@@ -82,10 +82,45 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
         "files": files,
         "shards": shards or {},
         "stage_reports": stage_reports,
+        "drops_by": {"column": DROPS_BY, "per_source": drops_by(job, stages)},
     }
     report["summary_text"] = summary_markdown(report)
     report["console_text"] = console_summary(report)
     return report
+
+
+def drops_by(job: JobSpec, stages: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    """``{source: {group: {reason: n}}}``, every stage's drops by the :data:`DROPS_BY`
+    column, for the sources whose reader declares that column (``columns`` of the reader
+    class, e.g. the ``code`` reader's ``language``): the code filters' reasons per
+    language. Groups by documents dropped, most first; reasons likewise."""
+    declared = [s.name for s in job.sources if DROPS_BY in (getattr(s.reader, "columns", None) or {})]
+    out: dict[str, dict[str, dict[str, int]]] = {}
+    for src in declared:
+        merged: dict[str, dict[str, int]] = {}
+        for st in stages:
+            for group, reasons in st["per_source"].get(src, {}).get("dropped_by", {}).items():
+                g = merged.setdefault(group, {})
+                for reason, n in reasons.items():
+                    g[reason] = g.get(reason, 0) + n
+        out[src] = {g: dict(sorted(r.items(), key=lambda kv: (-kv[1], kv[0])))
+                    for g, r in sorted(merged.items(), key=lambda kv: (-sum(kv[1].values()), kv[0]))}
+    return out
+
+
+def _drops_by_section(report: dict[str, Any]) -> list[str]:
+    """One table per declaring source: group, documents dropped, the reasons."""
+    info = report.get("drops_by") or {}
+    lines: list[str] = []
+    for src, groups in (info.get("per_source") or {}).items():
+        if not groups:
+            continue
+        lines += ["", f"Drop reasons by {info['column']} ({src}):", "",
+                  f"| {info['column']} | dropped | reasons |", "|---|---:|---|"]
+        for group, reasons in groups.items():
+            lines.append(f"| {group} | {sum(reasons.values())} | "
+                         + ", ".join(f"{r} ({n})" for r, n in reasons.items()) + " |")
+    return lines
 
 
 def console_summary(report: dict[str, Any]) -> str:
@@ -136,6 +171,7 @@ def summary_markdown(report: dict[str, Any]) -> str:
             lines.append(f"| {src} | {t['documents']} | {t['tokens']} | {t['shards']} |")
         lines.append(f"| **total** | {sum(t['documents'] for t in report['shards'].values())} | "
                      f"{sum(t['tokens'] for t in report['shards'].values())} | |")
+    lines.extend(_drops_by_section(report))
     for name, rep in report.get("stage_reports", {}).items():
         if isinstance(rep, dict) and "s_curve" in rep:
             lines.extend(_dedup_section(name, rep))

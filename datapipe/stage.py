@@ -91,9 +91,16 @@ class StageConfig:
     ``__post_init__`` with errors that say how to fix the value."""
 
 
+#: the column drop reasons are also counted by (``BatchStats.dropped_by``), where a batch has it
+DROPS_BY = "language"
+
+
 @dataclass
 class BatchStats:
-    """What one call of a stage did to one batch, per source. Mergeable by addition."""
+    """What one call of a stage did to one batch, per source. Mergeable by addition.
+    ``dropped_by``: the drops again, by the value of the :data:`DROPS_BY` column
+    (``{"Python": {"code_filter:minified": 3}}``; null as ``"(none)"``), for batches that
+    have that column."""
 
     docs_in: int = 0
     docs_out: int = 0
@@ -103,6 +110,7 @@ class BatchStats:
     changes: dict[str, int] = dataclasses.field(default_factory=dict)
     docs_changed: int = 0
     seconds: float = 0.0
+    dropped_by: dict[str, dict[str, int]] = dataclasses.field(default_factory=dict)
 
     def merge(self, other: "BatchStats") -> None:
         self.docs_in += other.docs_in
@@ -115,13 +123,27 @@ class BatchStats:
             self.dropped[k] = self.dropped.get(k, 0) + v
         for k, v in other.changes.items():
             self.changes[k] = self.changes.get(k, 0) + v
+        for group, reasons in other.dropped_by.items():
+            mine = self.dropped_by.setdefault(group, {})
+            for k, v in reasons.items():
+                mine[k] = mine.get(k, 0) + v
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "BatchStats":
-        return cls(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()})
+        st = cls(**{k: (dict(v) if isinstance(v, dict) else v) for k, v in d.items()})
+        st.dropped_by = {g: dict(r) for g, r in st.dropped_by.items()}
+        return st
+
+    def count_drop(self, reason: str, group: str | None) -> None:
+        """One dropped document: its reason, and its group's (``None``: the batch has
+        no :data:`DROPS_BY` column)."""
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+        if group is not None:
+            by = self.dropped_by.setdefault(group, {})
+            by[reason] = by.get(reason, 0) + 1
 
 
 class Stage:
@@ -331,13 +353,15 @@ def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: list[str | None
     if new_text is not None and m:
         changed = pc.fill_null(pc.not_equal(new_text, live.column(S.TEXT).combine_chunks()), True)
         changed = changed.to_numpy(zero_copy_only=False)
+    groups = (live.column(DROPS_BY).to_pylist()
+              if reason_full is not None and DROPS_BY in live.column_names and m and not keep.all() else None)
     for src in sorted(set(sources)):
         sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
         st = BatchStats(docs_in=int(sel.sum()), docs_out=int((sel & keep).sum()), bytes_in=int(in_bytes[sel].sum()),
                         bytes_out=int(out_bytes[sel & keep].sum()))
         if reason_full is not None:
             for j in np.flatnonzero(sel & ~keep):
-                st.dropped[reason_full[j]] = st.dropped.get(reason_full[j], 0) + 1
+                st.count_drop(reason_full[j], None if groups is None else str(groups[j] or "(none)"))
         for name, counts in changes.items():
             st.changes[name] = int(np.asarray(counts)[sel].sum())
         if changed is not None:

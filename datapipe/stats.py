@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe import schema as S
-from datapipe.stage import BatchStats
+from datapipe.stage import DROPS_BY, BatchStats
 
 #: ``{stage: {source: BatchStats}}``
 SplitStats = dict[str, dict[str, BatchStats]]
@@ -44,13 +44,16 @@ def merge_dicts(parts: Iterable[Mapping[str, Mapping[str, Mapping[str, Any]]]]) 
 
 def tally_marks(table: pa.Table, stage: str, *, count_raw: bool) -> dict[str, BatchStats]:
     """Per-source stats of ``stage`` read off the reject marks: its input is every row
-    still alive or dropped by it; bytes are text (plus raw markup when ``count_raw``)."""
+    still alive or dropped by it; bytes are text (plus raw markup when ``count_raw``);
+    drops also by the :data:`~datapipe.stage.DROPS_BY` column where the table has it."""
     stats: dict[str, BatchStats] = {}
     nbytes = pc.fill_null(pc.binary_length(table.column(S.TEXT)), 0)
     if count_raw:
         nbytes = pc.add(nbytes, pc.fill_null(pc.binary_length(table.column(S.RAW)), 0))
-    for src, by, reason, nb in zip(table.column(S.SOURCE).to_pylist(), table.column(S.REJECT_STAGE).to_pylist(),
-                                   table.column(S.REJECT_REASON).to_pylist(), nbytes.to_pylist()):
+    has_groups = DROPS_BY in table.column_names
+    groups = table.column(DROPS_BY).to_pylist() if has_groups else [None] * table.num_rows
+    for src, by, reason, nb, group in zip(table.column(S.SOURCE).to_pylist(), table.column(S.REJECT_STAGE).to_pylist(),
+                                          table.column(S.REJECT_REASON).to_pylist(), nbytes.to_pylist(), groups):
         if reason is not None and by != stage:
             continue
         st = stats.setdefault(src, BatchStats())
@@ -60,5 +63,5 @@ def tally_marks(table: pa.Table, stage: str, *, count_raw: bool) -> dict[str, Ba
             st.docs_out += 1
             st.bytes_out += nb
         else:
-            st.dropped[reason] = st.dropped.get(reason, 0) + 1
+            st.count_drop(reason, str(group or "(none)") if has_groups else None)
     return stats

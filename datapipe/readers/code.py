@@ -25,8 +25,11 @@ every file Parquet/JSONL -> ``stack``, else ``tree``):
   names are found among The Stack v1/v2 names (``columns:`` overrides them).
 
 Every file becomes a row with ``repo``, ``path`` (inside the repository), ``language``
-(:mod:`datapipe.readers.code_lang`), ``size`` (bytes), ``license`` (null unless the
-layout's metadata gives one; the ``license`` stage detects it), and the repository
+(:mod:`datapipe.readers.code_lang`), ``size`` (bytes), ``license`` (the repository's:
+the Stack layout's metadata column, else, for trees and archives, the SPDX id of the
+repository's root ``LICENSE``/``COPYING`` file as :mod:`datapipe.readers.code_license`
+identifies it, on every file of the repository whatever split or batch it lands in;
+null when neither answers, and the ``license`` stage tries the file's own header), and the repository
 metadata where the layout has it: ``stars``, ``forks``, ``archived``. The id key is
 ``<repo>:<path>``; ``origin`` the file's locator (``rel``, ``rel!member``, ``rel#row``).
 
@@ -59,6 +62,7 @@ from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers._streams import FileCorrupt, compression_of, open_binary, read_upto, strip_compression
 from datapipe.readers.base import InputFile, ReadSplit, Reader, escape_name
 from datapipe.readers.code_lang import detect_language, known_languages
+from datapipe.readers.code_license import is_license_file, license_of_text, root_license_files
 
 log = logging.getLogger(__name__)
 
@@ -83,6 +87,8 @@ STACK_COLUMNS: Mapping[str, tuple[str, ...]] = {
     "archived": ("archived", "gha_archived", "is_archived"),
 }
 _BINARY_SNIFF = 8000
+#: bytes of a root license file read to identify it (license texts are a few KB)
+_LICENSE_BYTES = 200_000
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -312,7 +318,8 @@ class CodeReader(Reader):
 
     def _tree_row(self, f: InputFile, repo: str, folder: str, ignore: "_IgnoreRules") -> _Row:
         path = fs.relative(f.path, folder)
-        row = _Row(key=f"{repo}:{path}", origin=f.rel, repo=repo, path=path)
+        row = _Row(key=f"{repo}:{path}", origin=f.rel, repo=repo, path=path,
+                   license=self._tree_license(folder, f.storage))
         if fs.is_local(f.path):
             real, inside = fs.real_key(f.path), self._real(folder)
             if not fs.is_inside(real, inside):
@@ -328,6 +335,29 @@ class CodeReader(Reader):
                 raise CorruptInputError(f.path, "read:unreadable", str(exc)) from exc
             return self._reject(row, "unreadable", f"{f.rel}: {exc}")
         return self._content(row, data, f.size)
+
+    def _tree_license(self, folder: str, storage: Any) -> str | None:
+        """The license of the repository at ``folder``: the first of its root license
+        files (path order) whose text is identified; read once per repository per reader.
+        A license file that is a link out of the repository is not read."""
+        cache = self.__dict__.setdefault("_repo_licenses", {})
+        if folder not in cache:
+            found = None
+            for name in root_license_files(fs.list_dir(folder, storage)):
+                path = fs.join(folder, name)
+                if not fs.is_file(path, storage):
+                    continue
+                if fs.is_local(path) and not fs.is_inside(fs.real_key(path), self._real(folder)):
+                    continue
+                try:
+                    with fs.open_input(path, storage) as fh:
+                        found = license_of_text(read_upto(fh, _LICENSE_BYTES).decode("utf-8", "replace"))
+                except OSError as exc:
+                    log.warning("source %s: cannot read license file %s: %s", self.source, path, exc)
+                if found is not None:
+                    break
+            cache[folder] = found
+        return cache[folder]
 
     def _archive_rows(self, f: InputFile) -> Iterator[_Row]:
         repo = _archive_repo(f.path)
@@ -347,10 +377,12 @@ class CodeReader(Reader):
             return tops.pop() + "/"
         return ""
 
-    def _member_row(self, f: InputFile, repo: str, prefix: str, name: str) -> tuple[_Row, bool]:
+    def _member_row(self, f: InputFile, repo: str, prefix: str, name: str,
+                    license: str | None = None) -> tuple[_Row, bool]:
         """A member's row, and whether its content should be read."""
         path = name[len(prefix):] if name.startswith(prefix) else name
-        row = _Row(key=f"{repo}:{path}", origin=f"{f.rel}!{escape_name(name)}", repo=repo, path=path)
+        row = _Row(key=f"{repo}:{path}", origin=f"{f.rel}!{escape_name(name)}", repo=repo, path=path,
+                   license=license)
         if name.startswith("/") or ".." in _parts(name) or posixpath.isabs(name):
             return self._reject(row, "unsafe_path", f"{f.rel}: member {name!r} points outside the archive"), False
         if _in_git_dir(path):
@@ -360,13 +392,22 @@ class CodeReader(Reader):
     def _tar_rows(self, f: InputFile, repo: str) -> Iterator[_Row]:
         """Two streamed passes (a compressed tar cannot be entered at a member): the
         member names (for the shared top folder), then the rows in archive order."""
-        with fs.open_input(f.path, f.storage) as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
-            prefix = self._members([m.name for m in tar if not m.isdir()])
+        names: list[str] = []
+        candidates: dict[str, bytes] = {}   # license files at the top or one folder down
         with fs.open_input(f.path, f.storage) as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
             for m in tar:
                 if m.isdir():
                     continue
-                row, read = self._member_row(f, repo, prefix, m.name)
+                names.append(m.name)
+                if m.isfile() and _license_candidate(m.name):
+                    candidates[m.name] = read_upto(tar.extractfile(m), _LICENSE_BYTES)
+        prefix = self._members(names)
+        license = _archive_license(candidates, prefix)
+        with fs.open_input(f.path, f.storage) as raw, tarfile.open(fileobj=raw, mode="r|*") as tar:
+            for m in tar:
+                if m.isdir():
+                    continue
+                row, read = self._member_row(f, repo, prefix, m.name, license)
                 if not read:
                     if row.reason is not None:
                         yield row
@@ -384,8 +425,14 @@ class CodeReader(Reader):
         with zipfile.ZipFile(raw) as z:
             infos = [i for i in z.infolist() if not i.is_dir()]
             prefix = self._members([i.filename for i in infos])
+            candidates = {}
+            for i in infos:
+                if _license_candidate(i.filename) and (i.external_attr >> 16) & 0o170000 != 0o120000:
+                    with z.open(i) as fh:
+                        candidates[i.filename] = read_upto(fh, _LICENSE_BYTES)
+            license = _archive_license(candidates, prefix)
             for info in sorted(infos, key=lambda i: i.filename):
-                row, read = self._member_row(f, repo, prefix, info.filename)
+                row, read = self._member_row(f, repo, prefix, info.filename, license)
                 if not read:
                     if row.reason is not None:
                         yield row
@@ -575,6 +622,25 @@ class _IgnoreRules:
                 verdict = check.include
                 rule = "/".join(parts[:depth] + [".gitignore"])
         return rule if verdict else None
+
+
+def _license_candidate(name: str) -> bool:
+    """A member that may be the repository's root license file (the shared top folder
+    is not known yet): a safe path at most one folder deep named like a license file."""
+    parts = _parts(name)
+    return (0 < len(parts) <= 2 and not name.startswith("/") and ".." not in parts
+            and is_license_file(parts[-1]))
+
+
+def _archive_license(candidates: Mapping[str, bytes], prefix: str) -> str | None:
+    """The repository license of an archive: its root license files (below the shared
+    top folder ``prefix``), the first identified in path order."""
+    root = {n[len(prefix):]: data for n, data in candidates.items() if n.startswith(prefix)}
+    for name in root_license_files([n for n in root if "/" not in n]):
+        found = license_of_text(root[name].decode("utf-8", "replace"))
+        if found is not None:
+            return found
+    return None
 
 
 def _int(v: Any) -> int | None:

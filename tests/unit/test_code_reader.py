@@ -100,7 +100,10 @@ def test_tree_tarball_zip_and_stack_parquet_read_to_the_same_documents(sources):
     assert [d for d in _docs(stack) if d[2] != sources["binary"]] == want
     by_path = {r["path"]: r for r in from_tree}
     init = by_path["__init__.py"]
-    assert init["repo"] == REPO and init["language"] == "Python" and init["license"] is None
+    # the repository's license (pathspec's LICENSE: MPL-2.0) on every file, from every layout
+    assert init["repo"] == REPO and init["language"] == "Python" and init["license"] == "MPL-2.0"
+    for rows in (from_tree, from_tar, from_zip):
+        assert {r["license"] for r in rows} == {"MPL-2.0"}
     assert init["text"] == (tree / "__init__.py").read_text(encoding="utf-8")
     assert init["size"] == (tree / "__init__.py").stat().st_size
     assert by_path["LICENSE"]["language"] == "Text"
@@ -227,3 +230,55 @@ def test_a_tree_split_holding_only_data_files_is_still_read_as_a_tree(sources, t
     rows = [r for s in splits for t in reader.read(s) for r in t.to_pylist()]
     [case] = [r for r in rows if r["path"] == "fixtures/cases.jsonl"]
     assert case["repo"] == REPO and case["language"] == "JSON" and case["text"] == '{"pattern": "*.py"}\n'
+
+
+def test_repository_license_reaches_files_in_other_splits_and_batches(sources, tmp_path):
+    """A repository's root LICENSE and its other files read in different splits and
+    batches: every file still gets the license, and the ``license`` stage, fed one
+    batch at a time, keeps the MIT repository's files and drops the MPL one's as
+    ``not_allowed`` (none as ``unknown``)."""
+    import attr
+
+    from datapipe import schema as S
+    from stages.code.license import LicenseFilter
+
+    root = tmp_path / "repos"
+    shutil.copytree(sources["tree"], root / REPO)   # MPL-2.0
+    attrs_src = Path(attr.__file__).parent
+    shutil.copytree(attrs_src, root / "attrs" / "src" / "attr", ignore=shutil.ignore_patterns("__pycache__"))
+    mit = next((attrs_src.parent / f"attrs-{attr.__version__}.dist-info").rglob("LICENSE*"))
+    shutil.copy(mit, root / "attrs" / "LICENSE")
+    (root / REPO / sources["binary"]).unlink()
+    files = _inputs([p for p in root.rglob("*") if p.is_file()], root)
+    reader = READERS["code"](source=SRC, options={"repos": "folders"}, batch_rows=4)
+    splits = reader.plan(files, split_bytes=8 << 10)
+    split_of = {f.rel: k for k, sp in enumerate(splits) for f in sp.files}
+    for repo in ("attrs", REPO):   # the license file and most files of each repository: other splits
+        others = [k for rel, k in split_of.items() if rel.startswith(repo + "/") and rel != f"{repo}/LICENSE"]
+        assert sum(k != split_of[f"{repo}/LICENSE"] for k in others) > len(others) / 2
+    want = {"attrs": "MIT", REPO: "MPL-2.0"}
+    stage = LicenseFilter()
+    seen = 0
+    for sp in splits:
+        for batch in reader.read(sp):
+            assert batch.num_rows <= 4
+            out, _ = stage.process(batch)
+            for r in out.to_pylist():
+                if r[S.REJECT_REASON] is not None and r[S.REJECT_REASON].startswith("read:"):
+                    continue
+                seen += 1
+                assert r["license"] == want[r["repo"]], r["path"]
+                if r["repo"] == "attrs":
+                    assert r[S.REJECT_REASON] is None
+                else:
+                    assert (r[S.REJECT_REASON], r[S.REJECT_DETAIL]) == ("license:not_allowed", "MPL-2.0")
+    assert seen == len(files) - sum(1 for f in files if Path(f.path).stat().st_size == 0)
+    # a tarball whose LICENSE is its last member, read 4 rows a batch
+    tar_path = tmp_path / "attrs-src.tar.gz"
+    with tarfile.open(tar_path, "w:gz") as tar:
+        for p in sorted((root / "attrs" / "src").rglob("*.py")):
+            tar.add(p, arcname=f"attrs-src/{p.relative_to(root / 'attrs').as_posix()}")
+        tar.add(root / "attrs" / "LICENSE", arcname="attrs-src/LICENSE")
+    reader = READERS["code"](source=SRC, batch_rows=4)
+    rows = [r for sp in reader.plan(_inputs([tar_path], tmp_path)) for t in reader.read(sp) for r in t.to_pylist()]
+    assert len(rows) > 8 and {r["license"] for r in rows} == {"MIT"}
