@@ -144,20 +144,9 @@ def _is_stale(lock: LockInfo, stale_s: float) -> bool:
 
 def _write_lock(output: str, info: LockInfo, storage: fs.StorageOptions | None, *, exclusive: bool) -> bool:
     data = json.dumps(asdict(info), sort_keys=True).encode()
-    uri = lock_uri(output)
-    if exclusive and fs.is_local(uri):
-        path = fs.local_path(uri)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        return True
-    if exclusive and fs.exists(uri, storage):
-        return False
-    fs.write_bytes(uri, data, storage)
+    if exclusive:
+        return fs.create_exclusive(lock_uri(output), data, storage)
+    fs.write_bytes(lock_uri(output), data, storage)
     return True
 
 
@@ -244,14 +233,7 @@ class OutputRun:
         self.release()
 
     def _swap_local(self) -> None:
-        out, staging = fs.local_path(self.output), fs.local_path(self.staging)
-        trash = None
-        if os.path.lexists(out):
-            trash = f"{out}.old-{self.run_id}"
-            os.rename(out, trash)
-        os.rename(staging, out)
-        if trash is not None:
-            fs.delete_tree(trash)
+        fs.replace_dir(self.staging, self.output, aside=f"{self.output.rstrip('/')}.old-{self.run_id}")
 
     def _publish_remote(self, success_blob: str) -> None:
         st = self.storage

@@ -21,7 +21,7 @@ bytes do not depend on ``batch_rows``. The call returns a small record (files wr
 with rows, bytes and sha256, and its per-stage per-source stats) and writes the same
 record last, as the split's done-record, so a restarted job can reuse the split.
 
-All file access goes through the small helpers at the end of this module.
+All file access goes through :mod:`datapipe.fs` (atomic writes: :class:`fs.AtomicFile`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -346,7 +344,6 @@ class _TableWriter:
     def __init__(self, path: str, fmt: str, compression: str, storage: fs.StorageOptions | None = None, *,
                  sums: tuple[str, ...] = ()) -> None:
         self.path, self.fmt, self.compression, self.storage = path, fmt, compression, storage
-        self.tmp = _tmp_name(path)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._writer = None
@@ -372,7 +369,7 @@ class _TableWriter:
         table = pa.concat_tables(self._pending).combine_chunks()
         n = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
         if self._writer is None:
-            self._writer = _open_writer(self.tmp, table.schema, self.fmt, self.compression, self.storage)
+            self._writer = _open_writer(self.path, table.schema, self.fmt, self.compression, self.storage)
         for off in range(0, n, ROW_GROUP_ROWS):
             self._writer.write(table.slice(off, min(ROW_GROUP_ROWS, n - off)))
         rest = table.slice(n)
@@ -384,7 +381,6 @@ class _TableWriter:
         if self._writer is None:
             return None
         self._writer.close()
-        _publish(self.tmp, self.path)
         info = file_info(self.path, self.storage)
         info.update(rows=self._rows, text_bytes=self._text_bytes, **self._sums)
         return info
@@ -395,7 +391,7 @@ class _JsonlWriter:
     column under ``metadata``; one line per row, keys sorted."""
 
     def __init__(self, path: str, compression: str, storage: fs.StorageOptions | None) -> None:
-        raw = _open_output(path, storage)
+        raw = fs.AtomicFile(path, storage)
         if compression == "zstd":
             import zstandard
 
@@ -417,16 +413,29 @@ class _JsonlWriter:
 
     def close(self) -> None:
         self._fh.close()
-        if not self._raw.closed:
-            self._raw.close()
+        self._raw.commit()
 
 
-def _open_writer(tmp: str, schema: pa.Schema, fmt: str, compression: str, storage: fs.StorageOptions | None):
+def _open_writer(path: str, schema: pa.Schema, fmt: str, compression: str, storage: fs.StorageOptions | None):
+    """A streaming writer whose ``close()`` publishes ``path`` whole (:class:`fs.AtomicFile`)."""
     if fmt == "jsonl":
-        return _JsonlWriter(tmp, compression, storage)
-    fs.makedirs(fs.parent(tmp), storage)
-    fsys, path = fs.resolve(tmp, storage)
-    return pq.ParquetWriter(path, schema, filesystem=fsys, compression=None if compression == "none" else compression)
+        return _JsonlWriter(path, compression, storage)
+    return _ParquetFile(path, schema, compression, storage)
+
+
+class _ParquetFile:
+    """``pq.ParquetWriter`` over an :class:`fs.AtomicFile`: the file appears on close."""
+
+    def __init__(self, path: str, schema: pa.Schema, compression: str, storage: fs.StorageOptions | None) -> None:
+        self._file = fs.AtomicFile(path, storage)
+        self._writer = pq.ParquetWriter(self._file, schema, compression=None if compression == "none" else compression)
+
+    def write(self, table: pa.Table) -> None:
+        self._writer.write(table)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._file.commit()
 
 
 def _read_parquet_batches(path: str, batch_rows: int, storage: fs.StorageOptions | None = None) -> Iterator[pa.Table]:
@@ -437,35 +446,8 @@ def _read_parquet_batches(path: str, batch_rows: int, storage: fs.StorageOptions
         yield pa.Table.from_batches([rb])
 
 
-# -- file helpers (the one place this module touches storage; all through datapipe.fs) --
-#
-# Locally a file is written under a temporary name and renamed. On an object store a
-# file appears whole when its upload completes (one PUT or a completed multipart
-# upload), so it is written under its final name.
-
 def _join(*parts: str) -> str:
     return fs.join(*parts)
-
-
-def _tmp_name(path: str) -> str:
-    if not fs.is_local(path):
-        return path
-    d, name = os.path.split(fs.local_path(path))
-    return os.path.join(d, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
-
-
-def _publish(tmp: str, path: str) -> None:
-    if tmp != path:
-        os.replace(tmp, fs.local_path(path))
-
-
-def _open_output(path: str, storage: fs.StorageOptions | None):
-    """A writable binary stream at ``path`` (the caller closes it)."""
-    fs.makedirs(fs.parent(path), storage)
-    if fs.is_local(path):
-        return open(fs.local_path(path), "wb")  # noqa: SIM115 - closed by the caller
-    fsys, p = fs.resolve(path, storage)
-    return fsys.open_output_stream(p, compression=None)
 
 
 def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:

@@ -217,3 +217,21 @@ def test_glob_depth_and_hidden_names(tmp_path):
     assert names("*/*.jsonl") == ["x/b.jsonl"]
     assert names("**/*.jsonl") == ["a.jsonl", "x/b.jsonl", "x/y/c.jsonl"]
     assert names("x/**/*.jsonl") == ["x/b.jsonl", "x/y/c.jsonl"]
+
+
+def test_committed_files_are_readable_by_others_and_a_failed_write_leaves_nothing(tmp_path):
+    """#29: manifest.json and _SUCCESS were written 0600 (mkstemp) whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        out = str(tmp_path / "out")
+        run = commit.OutputRun.begin(out)
+        fs.write_text(fs.join(run.staging, "manifest.json"), "{}")
+        run.publish({"job_hash": "1"})
+        with pytest.raises(OSError, match="boom"), fs.AtomicFile(str(tmp_path / "part.parquet")) as f:
+            f.write(b"half a file")
+            raise OSError("boom")
+    finally:
+        os.umask(old)
+    modes = {name: os.stat(tmp_path / "out" / name).st_mode & 0o777 for name in ("manifest.json", "_SUCCESS")}
+    assert modes == {"manifest.json": 0o644, "_SUCCESS": 0o644}
+    assert sorted(os.listdir(tmp_path)) == ["out"]   # no part.parquet, no .tmp
