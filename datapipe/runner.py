@@ -50,7 +50,7 @@ from datapipe import stats as ST
 from datapipe.errors import CorruptInputError, JobError, SpecError
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
-from datapipe.splitwork import PhaseEnv, SplitRunner, sink_split, verify_done
+from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
@@ -406,6 +406,9 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     again, _ = _run_phase(dataclasses.replace(env, id_drops=uri, input_digest=digest), redo, plan.job.execution,
                           resume=False, on_done=lambda r: None)
     by_key = {r["key"]: r for r in again}
+    for r in recs:
+        if r["key"] in by_key:
+            remove_stale(r, by_key[r["key"]], env.staging, env.storage)
     return [by_key.get(r["key"], r) for r in recs]
 
 

@@ -450,6 +450,27 @@ def _join(*parts: str) -> str:
     return fs.join(*parts)
 
 
+def written_by(record: Mapping[str, Any], staging: str) -> set[str]:
+    """Every file a split's record says it wrote (URIs): work files, outputs and the
+    sink's files with its split manifest."""
+    out = {f["path"] for f in record.get("work", [])}
+    out |= {_join(staging, f["path"]) for f in record.get("files", [])}
+    if record.get("sink"):
+        out |= {f["path"] for f in record["sink"]["written"]} | {record["sink"]["manifest"]}
+    return out
+
+
+def remove_stale(first: Mapping[str, Any], again: Mapping[str, Any], staging: str,
+                 storage: fs.StorageOptions | None = None) -> list[str]:
+    """Delete the files a split's first attempt wrote that its re-run (``again``, e.g.
+    with duplicate ids rejected) did not write again: same-named files were overwritten,
+    the others would linger in the output beside the re-run's. Returns them."""
+    stale = sorted(written_by(first, staging) - written_by(again, staging))
+    for uri in stale:
+        fs.delete_file(uri, storage)
+    return stale
+
+
 def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:
     """The done-record at ``record_path`` when it and every file it lists are intact."""
     try:

@@ -145,3 +145,46 @@ def test_on_error_fail_names_the_file(ray_session, tmp_path, shared_dir):
         run_job(load_job(spec), echo=lambda s: None)
     assert "trunc.jsonl.gz" in str(e.value)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("keeps", ["one", "none"])
+def test_a_split_run_again_for_a_repeated_id_leaves_no_file_of_its_first_attempt(ray_session, tmp_path, keeps):
+    """#29: the split re-run with its extra copy of id X rejected kept the first
+    attempt's documents file and token shards in the committed output."""
+    from datapipe.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    first_x = "the first copy of X talks about rivers. " * 40     # > split_bytes: a split per file
+    second = [{"id": "X", "text": "the second copy of X says something else entirely about lakes. " * 30}]
+    if keeps == "one":
+        second.append({"id": "Y", "text": "a document of its own in the second file, kept"})
+    (data / "a.jsonl").write_text(json.dumps({"id": "X", "text": first_x}) + "\n")
+    (data / "b.jsonl").write_text("".join(json.dumps(d) + "\n" for d in second))
+    tokenizer = Path(__file__).resolve().parents[2] / "models" / "sample" / "tokenizer" / "tokenizer.json"
+    spec = tmp_path / "job.yaml"
+    spec.write_text(textwrap.dedent(f"""
+        name: rerun-split
+        output: out
+        execution: {{split_bytes: 1024}}
+        sources:
+          - {{name: a, format: jsonl, paths: [data/*.jsonl], options: {{id_key: id}}}}
+        stages:
+          - tokenize: {{tokenizer: {tokenizer}}}
+    """))
+    job = load_job(spec)
+    assert len(job.sources[0].files) == 2
+    run_job(job, echo=lambda s: None)
+    out = tmp_path / "out"
+    docs = pq.read_table(out / "documents")
+    want = ["a document of its own in the second file, kept"] if keeps == "one" else []
+    assert sorted(docs.column("text").to_pylist()) == sorted([first_x] + want)
+    assert len(set(docs.column("id").to_pylist())) == docs.num_rows
+    rejects = pq.read_table(out / "rejects")
+    assert rejects.column("reject_reason").to_pylist() == ["read:duplicate_id"]
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.parent.name == "a")
+    listed = json.loads((out / "manifest.json").read_text())["files"]
+    assert [p for p in on_disk if p.endswith(".parquet")] == sorted(f["path"] for f in listed)
+    shard_files = [p for p in on_disk if p.startswith("shards/") and p.endswith((".bin", ".idx"))]
+    assert len(shard_files) == 2 * len(want) + 2        # a .bin and .idx per split that kept documents
+    assert main(["shards", "verify", str(out / "shards")]) == 0
