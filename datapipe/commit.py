@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from datapipe import fs
-from datapipe.errors import JobError, SpecError
+from datapipe.errors import ConflictError, JobError
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +183,7 @@ class OutputRun:
         if not _write_lock(output, info, storage, exclusive=True):
             held = read_lock(output, storage)
             if held is not None and not _is_stale(held, stale_s):
-                raise SpecError(f"{output} is being written by {held.describe()}; wait for it to finish, or "
+                raise ConflictError(f"{output} is being written by {held.describe()}; wait for it to finish, or "
                                 f"if that run is dead, remove {lock_uri(output)}")
             log.warning("taking over the stale lock of %s on %s", held.describe() if held else "an unknown run", output)
             fs.write_bytes(lock_uri(output), json.dumps(asdict(info), sort_keys=True).encode(), storage)
@@ -191,7 +191,7 @@ class OutputRun:
             time.sleep(0.2)  # a racing takeover on an object store: the last writer wins
         if read_lock(output, storage) != info:
             other = read_lock(output, storage)
-            raise SpecError(f"{output} was just claimed by {other.describe() if other else 'another run'}")
+            raise ConflictError(f"{output} was just claimed by {other.describe() if other else 'another run'}")
         run = cls(output, storage=storage, run_id=run_id, heartbeat_s=heartbeat_s, lock=info, staging_key=staging_key)
         run._clean_leftovers(keep=run.staging if keep_staging else None)
         fs.makedirs(run.staging, storage)

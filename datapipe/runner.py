@@ -47,7 +47,7 @@ import pyarrow as pa
 
 from datapipe import commit, fs
 from datapipe import stats as ST
-from datapipe.errors import CorruptInputError, JobError, SpecError
+from datapipe.errors import FULL_DISK, ConflictError, JobError, user_error
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
@@ -318,7 +318,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
              "from them (same spec and inputs), or add --force to start clean.")
         raise
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
-        cause = _user_error(e)
+        cause = user_error(e)
+        if isinstance(cause, OSError) and cause.errno in FULL_DISK:
+            run.abort()   # a full device: free what this run wrote; nothing is worth resuming
         if cause is not None:
             raise cause from None
         raise
@@ -344,11 +346,11 @@ def _previous_run(job: JobSpec, job_hash: str, force: bool, echo: Callable[[str]
             report_uri = fs.join(out, "report.json")
             report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
             return RunResult(output=out, skipped=True, report=report)
-        raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
+        raise ConflictError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
     if done is None and not commit.is_datapipe_output(out, storage):
         # never delete a folder datapipe did not write, even with --force
-        raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
+        raise ConflictError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
     return None
 
 
@@ -516,24 +518,3 @@ def _sweep_tmp(staging: str, folders: list[str]) -> None:
         folder = Path(fs.local_path(staging)) / kind
         for p in folder.rglob("*.tmp") if folder.exists() else ():
             p.unlink(missing_ok=True)
-
-
-def _user_error(exc: BaseException) -> BaseException | None:
-    """Find a datapipe error inside Ray's wrapped task errors."""
-    seen = set()
-    stack = [exc]
-    while stack:
-        e = stack.pop()
-        if id(e) in seen or e is None:
-            continue
-        seen.add(id(e))
-        if isinstance(e, (CorruptInputError, SpecError, JobError)):
-            return e
-        cause = getattr(e, "cause", None)
-        if isinstance(cause, BaseException):
-            stack.append(cause)
-        stack.extend([e.__cause__, e.__context__])
-        for arg in getattr(e, "args", ()):
-            if isinstance(arg, BaseException):
-                stack.append(arg)
-    return None

@@ -41,10 +41,11 @@ import pyarrow.parquet as pq
 from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
-from datapipe.errors import DatapipeError, JobError
+from datapipe.errors import FULL_DISK, DatapipeError, JobError
 from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
+from datapipe.stage import mark_rejects
 
 #: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
 ROW_GROUP_ROWS = 4096
@@ -112,8 +113,13 @@ class SplitRunner:
             try:
                 records.append(json.dumps(self.run(pickle.loads(blob)), sort_keys=True))
                 errors.append(None)
-            except DatapipeError as e:  # the user's error, not a fault: no retry, and Ray
-                records.append(None)    # would drop its type on the way to the driver
+            except (DatapipeError, PermissionError) as e:  # the user's error, not a fault: no retry,
+                records.append(None)                       # and Ray would drop its type (and an
+                errors.append(pickle.dumps(e))             # OSError's path) on the way to the driver
+            except OSError as e:
+                if e.errno not in FULL_DISK:   # maybe transient (an object store): Ray retries
+                    raise
+                records.append(None)
                 errors.append(pickle.dumps(e))
         return pa.table({"record": pa.array(records, pa.string()), "error": pa.array(errors, pa.binary())})
 
@@ -196,23 +202,16 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     ids = table.column(S.ID).to_pylist()
     reasons = table.column(S.REJECT_REASON).to_pylist()
     origins = table.column(S.ORIGIN).to_pylist()
-    dup = []
+    dup, first = [], []
     for i, (doc_id, reason) in enumerate(zip(ids, reasons)):
         if reason is not None:
             continue
         if doc_id in seen:
             dup.append(i)
+            first.append(f"first copy at {seen[doc_id]}")
         else:
             seen[doc_id] = origins[i] or ""
-    if not dup:
-        return table
-    stage = table.column(S.REJECT_STAGE).to_pylist()
-    detail = table.column(S.REJECT_DETAIL).to_pylist()
-    for i in dup:
-        stage[i], reasons[i], detail[i] = "read", "read:duplicate_id", f"first copy at {seen[ids[i]]}"
-    for col, values in ((S.REJECT_STAGE, stage), (S.REJECT_REASON, reasons), (S.REJECT_DETAIL, detail)):
-        table = table.set_column(table.schema.get_field_index(col), col, pa.array(values, pa.string()))
-    return table
+    return mark_rejects(table, dup, stage="read", reasons=["read:duplicate_id"] * len(dup), details=first)
 
 
 def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None
@@ -230,19 +229,8 @@ def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None 
 def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:
     rows, reasons, details = drops
     lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
-    if lo == hi:
-        return batch
-    stage_col = batch.column(S.REJECT_STAGE).to_pylist()
-    reason_col = batch.column(S.REJECT_REASON).to_pylist()
-    detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
-    for j in range(lo, hi):
-        i = int(rows[j]) - offset
-        if reason_col[i] is not None:
-            raise JobError(f"stage {stage!r} decided to drop row {int(rows[j])}, which {reason_col[i]} already dropped")
-        stage_col[i], reason_col[i], detail_col[i] = stage, f"{stage}:{reasons[j]}", details[j]
-    for col, values in ((S.REJECT_STAGE, stage_col), (S.REJECT_REASON, reason_col), (S.REJECT_DETAIL, detail_col)):
-        batch = batch.set_column(batch.schema.get_field_index(col), col, pa.array(values, pa.string()))
-    return batch
+    return mark_rejects(batch, rows[lo:hi] - offset, stage=stage, reasons=[f"{stage}:{r}" for r in reasons[lo:hi]],
+                        details=details[lo:hi], first_row=offset)
 
 
 # -- sinks ---------------------------------------------------------------------------

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from datapipe import commit, fs
-from datapipe.errors import SpecError
+from datapipe.errors import ConflictError, SpecError
 from datapipe.readers import READERS
 from datapipe.readers.base import ReadSplit
 from datapipe.spec import load_job
@@ -148,7 +148,7 @@ def test_unsupported_or_truncated_compression_is_a_per_file_reject(tmp_path):
 def test_second_run_on_a_live_output_refuses_and_a_stale_lock_is_taken_over(tmp_path):
     out = str(tmp_path / "out")
     first = commit.OutputRun.begin(out)
-    with pytest.raises(SpecError, match=rf"being written by run {first.run_id} \(host {socket.gethostname()}, "
+    with pytest.raises(ConflictError, match=rf"being written by run {first.run_id} \(host {socket.gethostname()}, "
                                         rf"pid {os.getpid()}, started "):
         commit.OutputRun.begin(out)
     first.abort()
@@ -165,7 +165,7 @@ def test_second_run_on_a_live_output_refuses_and_a_stale_lock_is_taken_over(tmp_
     run.release()
     Path(commit.lock_uri(out)).write_text(json.dumps({"run_id": "far", "host": "elsewhere", "pid": 1,
                                                       "started": 1.0, "heartbeat": time.time()}))
-    with pytest.raises(SpecError, match="run far .host elsewhere"):
+    with pytest.raises(ConflictError, match="run far .host elsewhere"):
         commit.OutputRun.begin(out)
     assert commit.OutputRun.begin(out, stale_s=0.0).run_id != "far"
 
