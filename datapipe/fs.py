@@ -813,17 +813,6 @@ class Location:
     def join(self, *parts: str) -> "Location":
         return Location(join(self.uri, *parts), self.storage)
 
-    def parent(self) -> "Location":
-        return Location(parent(self.uri), self.storage)
-
-    @property
-    def name(self) -> str:
-        return basename(self.uri)
-
-    @property
-    def is_local(self) -> bool:
-        return is_local(self.uri)
-
     def filesystem(self) -> tuple[pafs.FileSystem, str]:
         """``(pyarrow filesystem, path inside it)``: what pyarrow readers/writers and Ray
         Data's ``read_parquet(path, filesystem=)`` take."""
@@ -834,9 +823,6 @@ class Location:
 
     def is_file(self) -> bool:
         return is_file(self.uri, self.storage)
-
-    def is_dir(self) -> bool:
-        return is_dir(self.uri, self.storage)
 
     def list(self, *, suffix: str = "") -> list[str]:
         """Every file below this folder (URIs, sorted), ending in ``suffix``."""
@@ -851,21 +837,12 @@ class Location:
     def read_bytes(self) -> bytes:
         return read_bytes(self.uri, self.storage)
 
-    def read_text(self) -> str:
-        return read_text(self.uri, self.storage)
-
     def open_write(self) -> AtomicFile:
         """An atomic writer (:class:`AtomicFile`); commit by closing or leaving ``with``."""
         return AtomicFile(self.uri, self.storage)
 
     def write_bytes(self, data: bytes) -> None:
         write_bytes(self.uri, data, self.storage)
-
-    def write_text(self, text: str) -> None:
-        write_text(self.uri, text, self.storage)
-
-    def makedirs(self) -> None:
-        makedirs(self.uri, self.storage)
 
     def delete(self) -> None:
         """This file, or the folder and everything below it; absent is fine."""

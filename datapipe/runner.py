@@ -176,7 +176,8 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
 def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
     st = phase.after
     assert st is not None
-    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources))
+    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
+                       storage=env.storage)
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
@@ -483,8 +484,8 @@ def _write_run_records(report: dict[str, Any], records_dir: Path, staging: str, 
     # report.json/report.md only, not the console (examples are read from a local staging folder only)
     report["drop_examples"] = drop_examples(staging) if fs.is_local(staging) else {}
     write_report(report, records_dir)
-    with open(records_dir / "report.md", "a", encoding="utf-8") as fh:
-        fh.write(examples_markdown(report["drop_examples"]))
+    md = str(records_dir / "report.md")
+    fs.write_text(md, fs.read_text(md) + examples_markdown(report["drop_examples"]))
     if records_dir != Path(staging):
         fs.upload_tree(str(records_dir), staging, storage)
 

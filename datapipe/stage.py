@@ -43,6 +43,7 @@ from datapipe import schema as S
 from datapipe.errors import JobError
 
 if TYPE_CHECKING:
+    from datapipe import fs
     from datapipe.sink import DocumentSink
 
 
@@ -502,9 +503,18 @@ class GlobalStage(Stage):
 @dataclass(kw_only=True)
 class StageContext:
     """What a global stage's :meth:`~GlobalStage.decide` gets: where it may write durable
-    artifacts between its passes (a path or URI string), the job's sources in spec
-    order, and a dict to fill for the report."""
+    artifacts between its passes (a path or URI string, reached with ``storage``: the
+    job's ``storage:`` options), the job's sources in spec order, and a dict to fill for
+    the report. :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
+    handle every file access of a stage goes through."""
 
     work_dir: str
     sources: tuple[str, ...]
     report: dict[str, Any] = dataclasses.field(default_factory=dict)
+    storage: "fs.StorageOptions | None" = None
+
+    @property
+    def work(self) -> "fs.Location":
+        from datapipe import fs
+
+        return fs.Location(self.work_dir, self.storage)
