@@ -171,7 +171,9 @@ def test_dedup_on_s3_with_the_endpoint_only_in_the_spec_and_an_incremental_index
         rejects = pq.read_table(fs.resolve(f"{bucket}/out-{run}/rejects", st)[1], filesystem=fs.resolve(bucket, st)[0])
         rejected[run] = sorted(zip(rejects.column("reject_reason").to_pylist(), rejects.column("text").to_pylist()))
         assert fs.is_file(f"{bucket}/index-{run}/meta.json", st)
-    assert rejected["one"] == sorted([("dedup:exact", paras[0]), ("dedup:near", near)])
+    # of a near pair either copy may be the one kept (the survival order is the stage's)
+    assert rejected["one"] in (sorted([("dedup:exact", paras[0]), ("dedup:near", near)]),
+                               sorted([("dedup:exact", paras[0]), ("dedup:near", paras[1])]))
     assert rejected["two"] == sorted([("dedup:exact", paras[5]), ("dedup:exact", paras[25])])
     meta = json.loads(fs.read_text(f"{bucket}/index-two/meta.json", st))
     assert meta["documents"] == 20 + 10 and len(meta["segments"]) == 2
