@@ -516,6 +516,6 @@ def _sweep_tmp(staging: str, folders: list[str]) -> None:
     if not fs.is_local(staging):
         return
     for kind in folders:
-        folder = Path(fs.local_path(staging)) / kind
-        for p in folder.rglob("*.tmp") if folder.exists() else ():
-            p.unlink(missing_ok=True)
+        for f in fs.list_files(fs.join(staging, kind)):
+            if f.endswith(".tmp"):
+                fs.delete_file(f)
