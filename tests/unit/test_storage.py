@@ -235,3 +235,25 @@ def test_committed_files_are_readable_by_others_and_a_failed_write_leaves_nothin
     modes = {name: os.stat(tmp_path / "out" / name).st_mode & 0o777 for name in ("manifest.json", "_SUCCESS")}
     assert modes == {"manifest.json": 0o644, "_SUCCESS": 0o644}
     assert sorted(os.listdir(tmp_path)) == ["out"]   # no part.parquet, no .tmp
+
+
+def test_location_is_picklable_and_reaches_files_through_the_layer(tmp_path):
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = fs.Location(str(tmp_path / "work"), fs.StorageOptions(s3=fs.S3Options(region="eu-west-1")))
+    again = pickle.loads(pickle.dumps(root))
+    assert again == root and again.join("a", "b.txt").uri == str(tmp_path / "work" / "a" / "b.txt")
+    with again.join("a", "t.parquet").open_write() as f:
+        pq.write_table(pa.table({"x": [1, 2]}), f)
+    again.join("a", "b.txt").write_bytes(b"hi")
+    assert root.list(suffix=".parquet") == [str(tmp_path / "work" / "a" / "t.parquet")]
+    assert root.glob("*/*.txt") == [str(tmp_path / "work" / "a" / "b.txt")]
+    fsys, path = root.join("a", "t.parquet").filesystem()
+    assert pq.read_table(path, filesystem=fsys).column("x").to_pylist() == [1, 2]
+    with root.join("a", "b.txt").open_read() as fh:
+        assert fh.read() == b"hi"
+    root.join("a").delete()
+    assert not root.join("a").exists() and root.list() == []
