@@ -50,7 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datapipe import fs
+from datapipe import fs, passes
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, StageContext
@@ -97,13 +97,8 @@ def _side_params(cfg: DedupConfig) -> dict[str, Any]:
 
 # -- artifacts (every access through datapipe.fs, with the job's storage options) ----------
 
-def _parquet_files(path: str, st: fs.StorageOptions | None) -> list[str]:
-    """The Parquet files of an artifact (a file, or a folder of them), as URIs, sorted."""
-    if not fs.exists(path, st):
-        return []
-    if fs.is_file(path, st):
-        return [path]
-    return [f for f in fs.list_files(path, st) if f.endswith(".parquet")]
+_parquet_files = passes.parquet_files
+_count_rows = passes.count_rows
 
 
 def _row_group_stats(path: str, column: str, st: fs.StorageOptions | None) -> Iterator[tuple[str, Any, Any]]:
@@ -135,11 +130,6 @@ def _any_true(path: str, column: str, st: fs.StorageOptions | None) -> bool:
         if rg.num_rows and (stats is None or not stats.has_min_max or stats.max):
             return True
     return False
-
-
-def _count_rows(path: str, st: fs.StorageOptions | None) -> int:
-    """Rows of a written artifact, from the Parquet footers only."""
-    return sum(pq.ParquetFile(fs.arrow_input(f, st)).metadata.num_rows for f in _parquet_files(path, st))
 
 
 def _remove(path: str, st: fs.StorageOptions | None) -> None:
@@ -238,11 +228,7 @@ class _Decide:
         return dec_path if dec.num_rows else None
 
     def _timed(self, name: str, t0: float, rows: int) -> None:
-        """Record a pass that started at ``t0`` (``perf_counter``); ``t_start``/``t_end``
-        are wall-clock times, to line the pass up with other measurements."""
-        seconds, now = time.perf_counter() - t0, time.time()
-        self.passes.append({"pass": name, "seconds": round(seconds, 3), "rows": rows,
-                            "t_start": now - seconds, "t_end": now})
+        self.passes.append(passes.timing(name, t0, rows))
 
     # -- the local path -------------------------------------------------------------
     def _local(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
@@ -379,55 +365,14 @@ class _Distributed:
         self.cfg = d.cfg
         self.st = d.st
         self.root = _join(d.root, "passes")
+        self.runner = passes.PassRunner(self.root, self.st, d.passes)   # the engine owns the passes' files
+        self._write, self._read, self._group = self.runner.write, self.runner.read, self.runner.group
         self.bands = d.bands
         self.cpus = 1   # known once Ray runs (after the first pass)
 
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
-        """Partitions for a shuffle of ``rows`` rows: at most ``per_partition`` rows each
-        (memory), and spread over the cluster's CPUs while partitions keep at least
-        ``min_partition_rows`` rows (parallelism without tiny tasks)."""
-        cap = per_partition or self.cfg.partition_rows
-        spread = min(self.cpus, rows // self.cfg.min_partition_rows)
-        return max(1, math.ceil(rows / cap), spread)
-
-    def _write(self, name: str, make_ds, *, partition_cols: list[str] | None = None) -> tuple[str, int]:
-        """Run one pass: write its dataset under ``passes/<name>`` (via a staging
-        name, renamed when complete) and return the path and its row count."""
-        out = _join(self.root, name)
-        tmp = out + ".staging"
-        _remove(out, self.st)
-        _remove(tmp, self.st)
-        t0 = time.perf_counter()
-        fsys, p = fs.resolve(tmp, self.st)
-        make_ds().write_parquet(p, filesystem=fsys, **({"partition_cols": partition_cols} if partition_cols else {}))
-        fs.makedirs(tmp, self.st)   # an empty pass writes no file; locally the folder must exist to move
-        _publish_dir(tmp, out, self.st)
-        rows = _count_rows(out, self.st)
-        self.d._timed(name, t0, rows)
-        log.info("dedup pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
-        return out, rows
-
-    def _read(self, path: str | list[str], columns: list[str] | None = None, schema: pa.Schema | None = None):
-        import ray
-
-        paths = [path] if isinstance(path, str) else list(path)
-        if not any(_parquet_files(p, self.st) for p in paths):
-            if schema is None:
-                raise AssertionError(f"no data at {path} and no schema to stand in")
-            return ray.data.from_arrow(schema.empty_table())
-        resolved = [fs.resolve(p, self.st) for p in paths]
-        where = [p for _, p in resolved]
-        ds = ray.data.read_parquet(where[0] if isinstance(path, str) else where, filesystem=resolved[0][0])
-        return ds.select_columns(columns) if columns else ds
-
-    def _group(self, ds: Any, parts: int, kernel, **fn_kwargs: Any) -> Any:
-        """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition
-        runs as a single task (no shuffle service to start); more use Ray Data's hash
-        shuffle into ``parts`` partitions."""
-        kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
-        if parts == 1:
-            return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
-        return ds.groupby("_part", num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
+        return passes.PassRunner.parts(rows, per_partition or self.cfg.partition_rows, self.cpus,
+                                       self.cfg.min_partition_rows)
 
     def run(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
         cfg, d, fmt = self.cfg, self.d, "pyarrow"
@@ -632,14 +577,7 @@ def _copy_dir(src: str, dst: str, st: fs.StorageOptions | None) -> None:
         fs.copy_file(f, _join(dst, fs.relative(f, src)), st)
 
 
-def _publish_dir(src: str, dst: str, st: fs.StorageOptions | None) -> None:
-    """Folder ``src`` (complete) becomes ``dst`` (absent): renamed locally, copied then
-    deleted on an object store."""
-    if fs.is_local(src):
-        fs.replace_dir(src, dst, aside=dst + ".old")
-        return
-    _copy_dir(src, dst, st)
-    fs.delete_tree(src, st)
+_publish_dir = passes.publish_dir
 
 
 def _open_index(path: str, cfg: DedupConfig, st: fs.StorageOptions | None = None) -> dict[str, Any]:
