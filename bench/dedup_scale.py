@@ -4,8 +4,8 @@ the driver, plus signature throughput per core beside datasketch's update loop.
 The corpora are synthetic but made of real words: documents of 150-250 words drawn
 from WikiText-2's vocabulary with its word frequencies, across three sources, with
 planted exact copies (5%) and typo'd near copies (10%) of earlier documents. They
-are written to Parquet first, so the dedup driver reads them lazily like the
-runner's materialised dataset and holds no documents itself.
+are written to Parquet first and deduplicated by the engine (``run_job`` on a job whose
+one stage is ``dedup``), as a user's job would be.
 
 Each size runs in a fresh process with its own local Ray (``--cpus``); a sampler
 thread records the driver's RSS and every Ray worker's private memory (USS) four
@@ -45,9 +45,8 @@ def shared_dir() -> Path:
 
 
 def generate(n_docs: int, out: Path, seed: int = 0, chunk: int = 10_000) -> int:
-    """Write ``n_docs`` synthetic documents to ``out/<source>-<k>.parquet``; returns bytes of text."""
-    from datapipe import schema as S
-
+    """Write ``n_docs`` synthetic documents (``id``, ``text``) to ``out/<source>-<k>.parquet``;
+    returns bytes of text."""
     raw = (shared_dir() / "corpora/wiki/wikitext-2-raw.test.txt").read_text(encoding="utf-8")
     counts = collections.Counter(w for w in raw.split() if w.isalpha())
     vocab = np.array(list(counts))
@@ -83,8 +82,7 @@ def generate(n_docs: int, out: Path, seed: int = 0, chunk: int = 10_000) -> int:
         for s in SOURCES:
             sel = np.flatnonzero(src == s)
             if len(sel):
-                t = S.make_batch(source=s, ids=[f"{s}/{start + int(i):09d}" for i in sel],
-                                 texts=[texts[i] for i in sel])
+                t = pa.table({"id": [f"{s}/{start + int(i):09d}" for i in sel], "text": [texts[i] for i in sel]})
                 pq.write_table(t, out / f"{s}-{k:05d}.parquet")
         total += sum(len(t.encode("utf-8")) for t in texts)
     return total
@@ -120,42 +118,44 @@ class Sampler(threading.Thread):
         return max(x[1] for x in s), max(x[2] for x in s), max(x[3] for x in s)
 
 
-def _count_removed(batch: pa.Table) -> pa.Table:
-    import pyarrow.compute as pc
-
-    n = pc.sum(pc.cast(pc.fill_null(pc.equal(batch["_reject_stage"], "dedup"), False), pa.int64())).as_py() or 0
-    return pa.table({"n": [n]})
+def job_spec(data: Path, output: Path) -> dict:
+    """A job that reads ``data`` (one source per file prefix) and runs only dedup."""
+    return {"name": "dedup-scale", "output": str(output),
+            "sources": [{"name": s, "format": "parquet", "paths": [str(data / f"{s}-*.parquet")],
+                         "options": {"id_key": "id"}} for s in SOURCES],
+            "stages": [{"dedup": {"source_priority": list(SOURCES)}}]}
 
 
 def run_one(data: Path, work: Path, cpus: int) -> dict:
-    """Dedup ``data`` (in this process, as the driver) and measure it."""
+    """Dedup ``data`` with the engine (``run_job``: read, side rows, decide, decisions
+    applied where the text is, outputs written; this process is the driver) and measure
+    it."""
     import logging
 
     import ray
 
-    from datapipe.stage import StageContext
-    from stages.dedup import Dedup, DedupConfig
+    from datapipe.runner import run_job
+    from datapipe.spec import load_job
 
     ray.init(num_cpus=cpus, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     ray.data.DataContext.get_current().enable_progress_bars = False
     sampler = Sampler()
     sampler.start()
-    ds = ray.data.read_parquet(str(data)).materialize()   # what the runner hands a global stage
     shutil.rmtree(work, ignore_errors=True)
-    ctx = StageContext(work_dir=str(work), sources=SOURCES)
+    work.mkdir(parents=True)
+    spec = work / "job.yaml"
+    spec.write_text(json.dumps(job_spec(data.resolve(), (work / "out").resolve())))   # JSON is YAML
     t0 = time.time()
-    out = Dedup(DedupConfig(source_priority=SOURCES)).run(ds, ctx)
-    t_mark = time.time()
-    removed = int(out.map_batches(_count_removed, batch_format="pyarrow").sum("n") or 0)
+    result = run_job(load_job(spec), force=True, echo=lambda line: None)
     t1 = time.time()
     sampler.stop.set()
     sampler.join()
-    rep = ctx.report
+    rep = result.report["stage_reports"]["dedup"]
+    removed = rep["counts"]["removed"]
     passes = []
-    for p in rep["passes"] + [{"pass": "mark (lazy, run by the consumer)", "seconds": t1 - t_mark, "rows": removed,
-                               "t_start": t_mark, "t_end": t1}]:
-        # a pass without its own time window (the stage's report has none) gets the whole run's peaks
-        d, wmax, wsum = sampler.peak(p.get("t_start", t0), p.get("t_end", t1))
+    for p in rep["passes"] + [{"pass": "whole job (read, side, decide, apply, write)", "seconds": t1 - t0,
+                               "rows": removed, "t_start": t0, "t_end": t1}]:
+        d, wmax, wsum = sampler.peak(p["t_start"], p["t_end"])
         passes.append({"pass": p["pass"], "seconds": p["seconds"], "rows": p["rows"], "driver_rss": d,
                        "worker_rss_max": wmax, "workers_rss_sum": wsum})
     d, wmax, wsum = sampler.peak(t0, t1)

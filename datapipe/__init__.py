@@ -9,13 +9,14 @@ implementation detail.
 """
 
 from datapipe.api import StageResult, StageRunner, StageUDF, stage, stages
-from datapipe.errors import CorruptInputError, DatapipeError, JobError, SpecError
+from datapipe.errors import ConflictError, CorruptInputError, DatapipeError, JobError, SpecError
 from datapipe.stage import (AnnotatorStage, Compute, FilterStage, FormatterStage, GlobalStage, Rewrite,
                             RewriteFilterStage, Stage, StageConfig)
 
 __all__ = [
     "AnnotatorStage",
     "Compute",
+    "ConflictError",
     "CorruptInputError",
     "DatapipeError",
     "FilterStage",

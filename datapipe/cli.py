@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from datapipe.errors import DatapipeError
+from datapipe.errors import DatapipeError, describe_error, user_error
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
@@ -75,44 +75,6 @@ def main(argv: list[str] | None = None) -> int:
         if args.verbose:
             logging.getLogger(__name__).debug("full error", exc_info=e)
         return 2
-
-
-def user_error(exc: BaseException) -> BaseException | None:
-    """The error a user must act on inside ``exc``: a datapipe error, or an ``OSError``
-    (full disk, permission denied, object-store failure), unwrapped from Ray's task and
-    Ray Data's user-code wrappers; None for a bug (which keeps its traceback)."""
-    seen: set[int] = set()
-    stack = [exc]
-    found: BaseException | None = None
-    while stack:
-        e = stack.pop()
-        if e is None or id(e) in seen:
-            continue
-        seen.add(id(e))
-        cause = getattr(e, "cause", None)   # Ray's task errors carry the original here
-        if isinstance(cause, BaseException):
-            stack.append(cause)
-            continue
-        if isinstance(e, DatapipeError):
-            return e
-        if isinstance(e, OSError) and found is None:
-            found = e
-        stack.extend([e.__cause__, e.__context__])
-        stack.extend(a for a in getattr(e, "args", ()) if isinstance(a, BaseException))
-    return found
-
-
-def describe_error(exc: BaseException) -> str:
-    """``<path>: <cause>`` for an OS error, the message for a datapipe error; one line."""
-    if isinstance(exc, OSError) and not isinstance(exc, DatapipeError):
-        if exc.filename is not None:
-            cause = exc.strerror or type(exc).__name__
-            return f"{exc.filename}: {cause}"
-        msg = str(exc) or type(exc).__name__
-    else:
-        msg = str(exc)
-    lines = [ln for ln in msg.splitlines() if ln.strip()]
-    return lines[0] if len(lines) == 1 else msg
 
 
 if __name__ == "__main__":

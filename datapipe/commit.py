@@ -43,7 +43,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from datapipe import fs
-from datapipe.errors import JobError, SpecError
+from datapipe.errors import ConflictError, JobError
 
 log = logging.getLogger(__name__)
 
@@ -144,20 +144,9 @@ def _is_stale(lock: LockInfo, stale_s: float) -> bool:
 
 def _write_lock(output: str, info: LockInfo, storage: fs.StorageOptions | None, *, exclusive: bool) -> bool:
     data = json.dumps(asdict(info), sort_keys=True).encode()
-    uri = lock_uri(output)
-    if exclusive and fs.is_local(uri):
-        path = fs.local_path(uri)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
-        except FileExistsError:
-            return False
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        return True
-    if exclusive and fs.exists(uri, storage):
-        return False
-    fs.write_bytes(uri, data, storage)
+    if exclusive:
+        return fs.create_exclusive(lock_uri(output), data, storage)
+    fs.write_bytes(lock_uri(output), data, storage)
     return True
 
 
@@ -194,7 +183,7 @@ class OutputRun:
         if not _write_lock(output, info, storage, exclusive=True):
             held = read_lock(output, storage)
             if held is not None and not _is_stale(held, stale_s):
-                raise SpecError(f"{output} is being written by {held.describe()}; wait for it to finish, or "
+                raise ConflictError(f"{output} is being written by {held.describe()}; wait for it to finish, or "
                                 f"if that run is dead, remove {lock_uri(output)}")
             log.warning("taking over the stale lock of %s on %s", held.describe() if held else "an unknown run", output)
             fs.write_bytes(lock_uri(output), json.dumps(asdict(info), sort_keys=True).encode(), storage)
@@ -202,7 +191,7 @@ class OutputRun:
             time.sleep(0.2)  # a racing takeover on an object store: the last writer wins
         if read_lock(output, storage) != info:
             other = read_lock(output, storage)
-            raise SpecError(f"{output} was just claimed by {other.describe() if other else 'another run'}")
+            raise ConflictError(f"{output} was just claimed by {other.describe() if other else 'another run'}")
         run = cls(output, storage=storage, run_id=run_id, heartbeat_s=heartbeat_s, lock=info, staging_key=staging_key)
         run._clean_leftovers(keep=run.staging if keep_staging else None)
         fs.makedirs(run.staging, storage)
@@ -244,14 +233,7 @@ class OutputRun:
         self.release()
 
     def _swap_local(self) -> None:
-        out, staging = fs.local_path(self.output), fs.local_path(self.staging)
-        trash = None
-        if os.path.lexists(out):
-            trash = f"{out}.old-{self.run_id}"
-            os.rename(out, trash)
-        os.rename(staging, out)
-        if trash is not None:
-            fs.delete_tree(trash)
+        fs.replace_dir(self.staging, self.output, aside=f"{self.output.rstrip('/')}.old-{self.run_id}")
 
     def _publish_remote(self, success_blob: str) -> None:
         st = self.storage

@@ -21,6 +21,7 @@ locally it writes a temporary file and renames it. Folder commits live in
 from __future__ import annotations
 
 import configparser
+import contextlib
 import dataclasses
 import fnmatch
 import functools
@@ -31,6 +32,7 @@ import os
 import re
 import shutil
 import tempfile
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, Iterator, Mapping
 
@@ -521,25 +523,156 @@ def makedirs(uri: str, storage: StorageOptions | None = None) -> None:
         os.makedirs(local_path(uri), exist_ok=True)
 
 
-def write_bytes(uri: str, data: bytes, storage: StorageOptions | None = None) -> None:
-    """Write a whole file so that readers see either the old content or the new, never a
-    part: a temporary file and a rename locally, one PUT on an object store."""
-    if is_local(uri):
-        p = local_path(uri)
-        os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(os.path.abspath(p)))
+class AtomicFile:
+    """One file written whole or not at all: readers see the old content or the new,
+    never a part, and a failed write leaves nothing behind.
+
+    Locally: a temporary file ``.<name>.<random>.tmp`` beside the target, created with
+    mode ``0666 & ~umask`` (what ``open()`` gives; 0644 under umask 022, never
+    ``mkstemp``'s 0600, so another account can read a committed output), fsynced, then
+    renamed onto the target. On an object store: one upload under the final name (an
+    object appears whole when its upload completes); a failed one is deleted.
+
+    Use as a context manager (commits on success, aborts on an exception) or call
+    :meth:`commit`/:meth:`abort`. ``write`` errors name the target path."""
+
+    def __init__(self, uri: str, storage: StorageOptions | None = None) -> None:
+        self.uri, self.storage = uri, storage
+        if is_local(uri):
+            path = local_path(uri)
+            folder, name = os.path.split(os.path.abspath(path))
+            os.makedirs(folder, exist_ok=True)
+            self.tmp: str | None = os.path.join(folder, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+            fd = self._guard(lambda: os.open(self.tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666))
+            self._fh: Any = os.fdopen(fd, "wb", buffering=_BUFFER)
+        else:
+            self.tmp = None
+            fsys, path = resolve(uri, storage)
+            self._fh = fsys.open_output_stream(path, compression=None)
+        self.closed = False
+
+    def _guard(self, fn):
         try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, p)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            return fn()
+        except OSError as exc:
+            if exc.filename is None and exc.errno is not None:
+                raise OSError(exc.errno, exc.strerror or str(exc), self.uri) from exc
             raise
-        return
-    fs, path = resolve(uri, storage)
-    with fs.open_output_stream(path, compression=None) as out:
+
+    # the file-object protocol pyarrow and zstandard writers need
+    def write(self, data) -> int:
+        try:
+            return self._guard(lambda: self._fh.write(data))
+        except BaseException:
+            self.abort()
+            raise
+
+    def flush(self) -> None:
+        self._guard(self._fh.flush)
+
+    def tell(self) -> int:
+        return self._fh.tell()
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return False
+
+    def readable(self) -> bool:
+        return False
+
+    def close(self) -> None:
+        """Closing the stream commits it (pyarrow writers close their sink when done)."""
+        self.commit()
+
+    def commit(self) -> None:
+        if self.closed:
+            return
+        try:
+            if self.tmp is not None:
+                self._guard(self._fh.flush)
+                self._guard(lambda: os.fsync(self._fh.fileno()))
+                self._fh.close()
+                self._guard(lambda: os.replace(self.tmp, local_path(self.uri)))
+            else:
+                self._guard(self._fh.close)
+        except BaseException:
+            self.abort()
+            raise
+        self.closed = True
+
+    def abort(self) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._fh.close()
+        except Exception:  # noqa: BLE001 - the write already failed; the cause is raised by the caller
+            pass
+        if self.tmp is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.tmp)
+        else:
+            with contextlib.suppress(OSError):
+                delete_file(self.uri, self.storage)
+
+    def __enter__(self) -> "AtomicFile":
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.commit()
+        else:
+            self.abort()
+
+
+def write_bytes(uri: str, data: bytes, storage: StorageOptions | None = None) -> None:
+    """Write a whole file atomically (:class:`AtomicFile`)."""
+    with AtomicFile(uri, storage) as out:
         out.write(data)
+
+
+def create_exclusive(uri: str, data: bytes, storage: StorageOptions | None = None) -> bool:
+    """Create ``uri`` with ``data`` unless it exists (False then). Atomic locally
+    (``O_EXCL``); best effort on object stores (no conditional PUT through pyarrow)."""
+    if is_local(uri):
+        path = local_path(uri)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            return False
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        return True
+    if exists(uri, storage):
+        return False
+    write_bytes(uri, data, storage)
+    return True
+
+
+def replace_dir(src: str, dst: str, *, aside: str) -> None:
+    """Local folders only: make folder ``src`` the folder ``dst`` (renamed; an existing
+    ``dst`` is first renamed to ``aside`` and then deleted). Object stores have no
+    rename: :mod:`datapipe.commit` publishes there by copying."""
+    assert is_local(src) and is_local(dst), "replace_dir is for local folders"
+    out, staging = local_path(dst), local_path(src)
+    trash = None
+    if os.path.lexists(out):
+        trash = local_path(aside)
+        os.rename(out, trash)
+    os.rename(staging, out)
+    if trash is not None:
+        delete_tree(trash)
+
+
+def upload_file(local: str, uri: str, storage: StorageOptions | None = None) -> None:
+    """Copy local file ``local`` to ``uri`` atomically, streamed in 1 MiB chunks (never
+    the whole file in memory)."""
+    with open(local, "rb") as src, AtomicFile(uri, storage) as out:
+        for chunk in iter(lambda: src.read(_BUFFER), b""):
+            out.write(chunk)
 
 
 def write_text(uri: str, text: str, storage: StorageOptions | None = None) -> None:
@@ -553,7 +686,9 @@ def copy_file(src: str, dst: str, storage: StorageOptions | None = None) -> None
         _, d = resolve(dst, storage)
         fs.copy_file(s, d)
         return
-    write_bytes(dst, read_bytes(src, storage), storage)
+    with open_input(src, storage) as fh, AtomicFile(dst, storage) as out:
+        for chunk in iter(lambda: fh.read(_BUFFER), b""):
+            out.write(chunk)
 
 
 def upload_tree(local_dir: str, uri: str, storage: StorageOptions | None = None) -> list[str]:
@@ -561,8 +696,7 @@ def upload_tree(local_dir: str, uri: str, storage: StorageOptions | None = None)
     rels = []
     for f in _walk_local(local_dir):
         rel = os.path.relpath(f, local_dir).replace(os.sep, "/")
-        with open(f, "rb") as fh:
-            write_bytes(join(uri, rel), fh.read(), storage)
+        upload_file(f, join(uri, rel), storage)
         rels.append(rel)
     return rels
 
@@ -659,6 +793,63 @@ def local_tree(uri: str, storage: StorageOptions | None = None) -> str:
         raise
     log.info("cached %s -> %s", uri, dest)
     return dest
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place in storage: a URI (or local path) plus the options that reach it.
+
+    Small, frozen and picklable (options hold no secrets), so it travels to Ray workers
+    in a task's arguments; each worker builds its own filesystem from it (cached per
+    process). The one handle stages and engine code get for user data: the stage
+    context carries one, and every method goes through this module."""
+
+    uri: str
+    storage: StorageOptions | None = None
+
+    def __str__(self) -> str:
+        return self.uri
+
+    def join(self, *parts: str) -> "Location":
+        return Location(join(self.uri, *parts), self.storage)
+
+    def filesystem(self) -> tuple[pafs.FileSystem, str]:
+        """``(pyarrow filesystem, path inside it)``: what pyarrow readers/writers and Ray
+        Data's ``read_parquet(path, filesystem=)`` take."""
+        return resolve(self.uri, self.storage)
+
+    def exists(self) -> bool:
+        return exists(self.uri, self.storage)
+
+    def is_file(self) -> bool:
+        return is_file(self.uri, self.storage)
+
+    def list(self, *, suffix: str = "") -> list[str]:
+        """Every file below this folder (URIs, sorted), ending in ``suffix``."""
+        return [f for f in list_files(self.uri, self.storage) if f.endswith(suffix)]
+
+    def glob(self, pattern: str) -> list[str]:
+        return glob(join(self.uri, pattern), self.storage)
+
+    def open_read(self) -> BinaryIO:
+        return open_input(self.uri, self.storage)
+
+    def read_bytes(self) -> bytes:
+        return read_bytes(self.uri, self.storage)
+
+    def open_write(self) -> AtomicFile:
+        """An atomic writer (:class:`AtomicFile`); commit by closing or leaving ``with``."""
+        return AtomicFile(self.uri, self.storage)
+
+    def write_bytes(self, data: bytes) -> None:
+        write_bytes(self.uri, data, self.storage)
+
+    def delete(self) -> None:
+        """This file, or the folder and everything below it; absent is fine."""
+        if self.is_file():
+            delete_file(self.uri, self.storage)
+        else:
+            delete_tree(self.uri, self.storage)
 
 
 def storage_from_mapping(raw: Mapping[str, Any] | None, *, where: str) -> StorageOptions:

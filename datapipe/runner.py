@@ -47,10 +47,10 @@ import pyarrow as pa
 
 from datapipe import commit, fs
 from datapipe import stats as ST
-from datapipe.errors import CorruptInputError, JobError, SpecError
+from datapipe.errors import FULL_DISK, ConflictError, JobError, user_error
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
-from datapipe.splitwork import PhaseEnv, SplitRunner, sink_split, verify_done
+from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
 from datapipe.stage import BatchStats, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
@@ -176,7 +176,8 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
 def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
     st = phase.after
     assert st is not None
-    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources))
+    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
+                       storage=env.storage)
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
@@ -318,7 +319,9 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
              "from them (same spec and inputs), or add --force to start clean.")
         raise
     except Exception as e:  # unwrap Ray's task errors to the user-facing cause
-        cause = _user_error(e)
+        cause = user_error(e)
+        if isinstance(cause, OSError) and cause.errno in FULL_DISK:
+            run.abort()   # a full device: free what this run wrote; nothing is worth resuming
         if cause is not None:
             raise cause from None
         raise
@@ -344,11 +347,11 @@ def _previous_run(job: JobSpec, job_hash: str, force: bool, echo: Callable[[str]
             report_uri = fs.join(out, "report.json")
             report = json.loads(fs.read_text(report_uri, storage)) if fs.is_file(report_uri, storage) else {}
             return RunResult(output=out, skipped=True, report=report)
-        raise SpecError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
+        raise ConflictError(f"{out} holds the output of a different run (job hash {done.get('job_hash')} != {job_hash}: "
                         "the spec or its inputs changed); use --force to replace it, or choose another output")
     if done is None and not commit.is_datapipe_output(out, storage):
         # never delete a folder datapipe did not write, even with --force
-        raise SpecError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
+        raise ConflictError(f"{out} exists and is not a datapipe output (no {SUCCESS}); move it away or choose another output")
     return None
 
 
@@ -406,6 +409,9 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     again, _ = _run_phase(dataclasses.replace(env, id_drops=uri, input_digest=digest), redo, plan.job.execution,
                           resume=False, on_done=lambda r: None)
     by_key = {r["key"]: r for r in again}
+    for r in recs:
+        if r["key"] in by_key:
+            remove_stale(r, by_key[r["key"]], env.staging, env.storage)
     return [by_key.get(r["key"], r) for r in recs]
 
 
@@ -478,8 +484,8 @@ def _write_run_records(report: dict[str, Any], records_dir: Path, staging: str, 
     # report.json/report.md only, not the console (examples are read from a local staging folder only)
     report["drop_examples"] = drop_examples(staging) if fs.is_local(staging) else {}
     write_report(report, records_dir)
-    with open(records_dir / "report.md", "a", encoding="utf-8") as fh:
-        fh.write(examples_markdown(report["drop_examples"]))
+    md = str(records_dir / "report.md")
+    fs.write_text(md, fs.read_text(md) + examples_markdown(report["drop_examples"]))
     if records_dir != Path(staging):
         fs.upload_tree(str(records_dir), staging, storage)
 
@@ -510,27 +516,6 @@ def _sweep_tmp(staging: str, folders: list[str]) -> None:
     if not fs.is_local(staging):
         return
     for kind in folders:
-        folder = Path(fs.local_path(staging)) / kind
-        for p in folder.rglob("*.tmp") if folder.exists() else ():
-            p.unlink(missing_ok=True)
-
-
-def _user_error(exc: BaseException) -> BaseException | None:
-    """Find a datapipe error inside Ray's wrapped task errors."""
-    seen = set()
-    stack = [exc]
-    while stack:
-        e = stack.pop()
-        if id(e) in seen or e is None:
-            continue
-        seen.add(id(e))
-        if isinstance(e, (CorruptInputError, SpecError, JobError)):
-            return e
-        cause = getattr(e, "cause", None)
-        if isinstance(cause, BaseException):
-            stack.append(cause)
-        stack.extend([e.__cause__, e.__context__])
-        for arg in getattr(e, "args", ()):
-            if isinstance(arg, BaseException):
-                stack.append(arg)
-    return None
+        for f in fs.list_files(fs.join(staging, kind)):
+            if f.endswith(".tmp"):
+                fs.delete_file(f)

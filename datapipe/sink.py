@@ -121,8 +121,8 @@ def local_dir(folder: str) -> Iterator[str]:
 
 
 def upload(local: str, uri: str, storage: fs.StorageOptions | None) -> None:
-    with open(local, "rb") as fh:
-        fs.write_bytes(uri, fh.read(), storage)
+    """Stream local file ``local`` to ``uri`` (never whole in memory)."""
+    fs.upload_file(local, uri, storage)
 
 
 def file_info(path: str, storage: fs.StorageOptions | None = None) -> dict[str, Any]:

@@ -21,7 +21,7 @@ bytes do not depend on ``batch_rows``. The call returns a small record (files wr
 with rows, bytes and sha256, and its per-stage per-source stats) and writes the same
 record last, as the split's done-record, so a restarted job can reuse the split.
 
-All file access goes through the small helpers at the end of this module.
+All file access goes through :mod:`datapipe.fs` (atomic writes: :class:`fs.AtomicFile`).
 """
 
 from __future__ import annotations
@@ -29,9 +29,7 @@ from __future__ import annotations
 import gzip
 import io
 import json
-import os
 import time
-import uuid
 from dataclasses import dataclass
 from typing import Any, Iterator, Mapping
 
@@ -43,10 +41,11 @@ import pyarrow.parquet as pq
 from datapipe import fs
 from datapipe import schema as S
 from datapipe import stats as ST
-from datapipe.errors import DatapipeError, JobError
+from datapipe.errors import FULL_DISK, DatapipeError, JobError
 from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
+from datapipe.stage import mark_rejects
 
 #: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
 ROW_GROUP_ROWS = 4096
@@ -114,8 +113,13 @@ class SplitRunner:
             try:
                 records.append(json.dumps(self.run(pickle.loads(blob)), sort_keys=True))
                 errors.append(None)
-            except DatapipeError as e:  # the user's error, not a fault: no retry, and Ray
-                records.append(None)    # would drop its type on the way to the driver
+            except (DatapipeError, PermissionError) as e:  # the user's error, not a fault: no retry,
+                records.append(None)                       # and Ray would drop its type (and an
+                errors.append(pickle.dumps(e))             # OSError's path) on the way to the driver
+            except OSError as e:
+                if e.errno not in FULL_DISK:   # maybe transient (an object store): Ray retries
+                    raise
+                records.append(None)
                 errors.append(pickle.dumps(e))
         return pa.table({"record": pa.array(records, pa.string()), "error": pa.array(errors, pa.binary())})
 
@@ -198,23 +202,16 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     ids = table.column(S.ID).to_pylist()
     reasons = table.column(S.REJECT_REASON).to_pylist()
     origins = table.column(S.ORIGIN).to_pylist()
-    dup = []
+    dup, first = [], []
     for i, (doc_id, reason) in enumerate(zip(ids, reasons)):
         if reason is not None:
             continue
         if doc_id in seen:
             dup.append(i)
+            first.append(f"first copy at {seen[doc_id]}")
         else:
             seen[doc_id] = origins[i] or ""
-    if not dup:
-        return table
-    stage = table.column(S.REJECT_STAGE).to_pylist()
-    detail = table.column(S.REJECT_DETAIL).to_pylist()
-    for i in dup:
-        stage[i], reasons[i], detail[i] = "read", "read:duplicate_id", f"first copy at {seen[ids[i]]}"
-    for col, values in ((S.REJECT_STAGE, stage), (S.REJECT_REASON, reasons), (S.REJECT_DETAIL, detail)):
-        table = table.set_column(table.schema.get_field_index(col), col, pa.array(values, pa.string()))
-    return table
+    return mark_rejects(table, dup, stage="read", reasons=["read:duplicate_id"] * len(dup), details=first)
 
 
 def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None
@@ -232,19 +229,8 @@ def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None 
 def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:
     rows, reasons, details = drops
     lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
-    if lo == hi:
-        return batch
-    stage_col = batch.column(S.REJECT_STAGE).to_pylist()
-    reason_col = batch.column(S.REJECT_REASON).to_pylist()
-    detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
-    for j in range(lo, hi):
-        i = int(rows[j]) - offset
-        if reason_col[i] is not None:
-            raise JobError(f"stage {stage!r} decided to drop row {int(rows[j])}, which {reason_col[i]} already dropped")
-        stage_col[i], reason_col[i], detail_col[i] = stage, f"{stage}:{reasons[j]}", details[j]
-    for col, values in ((S.REJECT_STAGE, stage_col), (S.REJECT_REASON, reason_col), (S.REJECT_DETAIL, detail_col)):
-        batch = batch.set_column(batch.schema.get_field_index(col), col, pa.array(values, pa.string()))
-    return batch
+    return mark_rejects(batch, rows[lo:hi] - offset, stage=stage, reasons=[f"{stage}:{r}" for r in reasons[lo:hi]],
+                        details=details[lo:hi], first_row=offset)
 
 
 # -- sinks ---------------------------------------------------------------------------
@@ -346,7 +332,6 @@ class _TableWriter:
     def __init__(self, path: str, fmt: str, compression: str, storage: fs.StorageOptions | None = None, *,
                  sums: tuple[str, ...] = ()) -> None:
         self.path, self.fmt, self.compression, self.storage = path, fmt, compression, storage
-        self.tmp = _tmp_name(path)
         self._pending: list[pa.Table] = []
         self._pending_rows = 0
         self._writer = None
@@ -372,7 +357,7 @@ class _TableWriter:
         table = pa.concat_tables(self._pending).combine_chunks()
         n = table.num_rows if final else table.num_rows - table.num_rows % ROW_GROUP_ROWS
         if self._writer is None:
-            self._writer = _open_writer(self.tmp, table.schema, self.fmt, self.compression, self.storage)
+            self._writer = _open_writer(self.path, table.schema, self.fmt, self.compression, self.storage)
         for off in range(0, n, ROW_GROUP_ROWS):
             self._writer.write(table.slice(off, min(ROW_GROUP_ROWS, n - off)))
         rest = table.slice(n)
@@ -384,7 +369,6 @@ class _TableWriter:
         if self._writer is None:
             return None
         self._writer.close()
-        _publish(self.tmp, self.path)
         info = file_info(self.path, self.storage)
         info.update(rows=self._rows, text_bytes=self._text_bytes, **self._sums)
         return info
@@ -410,7 +394,7 @@ class _JsonlWriter:
     column under ``metadata``; one line per row, keys sorted."""
 
     def __init__(self, path: str, compression: str, storage: fs.StorageOptions | None) -> None:
-        raw = _open_output(path, storage)
+        raw = fs.AtomicFile(path, storage)
         if compression == "zstd":
             import zstandard
 
@@ -429,16 +413,29 @@ class _JsonlWriter:
 
     def close(self) -> None:
         self._fh.close()
-        if not self._raw.closed:
-            self._raw.close()
+        self._raw.commit()
 
 
-def _open_writer(tmp: str, schema: pa.Schema, fmt: str, compression: str, storage: fs.StorageOptions | None):
+def _open_writer(path: str, schema: pa.Schema, fmt: str, compression: str, storage: fs.StorageOptions | None):
+    """A streaming writer whose ``close()`` publishes ``path`` whole (:class:`fs.AtomicFile`)."""
     if fmt == "jsonl":
-        return _JsonlWriter(tmp, compression, storage)
-    fs.makedirs(fs.parent(tmp), storage)
-    fsys, path = fs.resolve(tmp, storage)
-    return pq.ParquetWriter(path, schema, filesystem=fsys, compression=None if compression == "none" else compression)
+        return _JsonlWriter(path, compression, storage)
+    return _ParquetFile(path, schema, compression, storage)
+
+
+class _ParquetFile:
+    """``pq.ParquetWriter`` over an :class:`fs.AtomicFile`: the file appears on close."""
+
+    def __init__(self, path: str, schema: pa.Schema, compression: str, storage: fs.StorageOptions | None) -> None:
+        self._file = fs.AtomicFile(path, storage)
+        self._writer = pq.ParquetWriter(self._file, schema, compression=None if compression == "none" else compression)
+
+    def write(self, table: pa.Table) -> None:
+        self._writer.write(table)
+
+    def close(self) -> None:
+        self._writer.close()
+        self._file.commit()
 
 
 def _read_parquet_batches(path: str, batch_rows: int, storage: fs.StorageOptions | None = None) -> Iterator[pa.Table]:
@@ -449,35 +446,29 @@ def _read_parquet_batches(path: str, batch_rows: int, storage: fs.StorageOptions
         yield pa.Table.from_batches([rb])
 
 
-# -- file helpers (the one place this module touches storage; all through datapipe.fs) --
-#
-# Locally a file is written under a temporary name and renamed. On an object store a
-# file appears whole when its upload completes (one PUT or a completed multipart
-# upload), so it is written under its final name.
-
 def _join(*parts: str) -> str:
     return fs.join(*parts)
 
 
-def _tmp_name(path: str) -> str:
-    if not fs.is_local(path):
-        return path
-    d, name = os.path.split(fs.local_path(path))
-    return os.path.join(d, f".{name}.{uuid.uuid4().hex[:12]}.tmp")
+def written_by(record: Mapping[str, Any], staging: str) -> set[str]:
+    """Every file a split's record says it wrote (URIs): work files, outputs and the
+    sink's files with its split manifest."""
+    out = {f["path"] for f in record.get("work", [])}
+    out |= {_join(staging, f["path"]) for f in record.get("files", [])}
+    if record.get("sink"):
+        out |= {f["path"] for f in record["sink"]["written"]} | {record["sink"]["manifest"]}
+    return out
 
 
-def _publish(tmp: str, path: str) -> None:
-    if tmp != path:
-        os.replace(tmp, fs.local_path(path))
-
-
-def _open_output(path: str, storage: fs.StorageOptions | None):
-    """A writable binary stream at ``path`` (the caller closes it)."""
-    fs.makedirs(fs.parent(path), storage)
-    if fs.is_local(path):
-        return open(fs.local_path(path), "wb")  # noqa: SIM115 - closed by the caller
-    fsys, p = fs.resolve(path, storage)
-    return fsys.open_output_stream(p, compression=None)
+def remove_stale(first: Mapping[str, Any], again: Mapping[str, Any], staging: str,
+                 storage: fs.StorageOptions | None = None) -> list[str]:
+    """Delete the files a split's first attempt wrote that its re-run (``again``, e.g.
+    with duplicate ids rejected) did not write again: same-named files were overwritten,
+    the others would linger in the output beside the re-run's. Returns them."""
+    stale = sorted(written_by(first, staging) - written_by(again, staging))
+    for uri in stale:
+        fs.delete_file(uri, storage)
+    return stale
 
 
 def verify_done(record_path: str, staging: str, storage: fs.StorageOptions | None = None) -> dict[str, Any] | None:

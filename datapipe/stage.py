@@ -40,8 +40,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe import schema as S
+from datapipe.errors import JobError
 
 if TYPE_CHECKING:
+    from datapipe import fs
     from datapipe.sink import DocumentSink
 
 
@@ -303,25 +305,44 @@ class BatchStage(Stage):
                     reasons: list | None) -> list[str | None] | None:
         """Mark the rows this stage drops (``<stage>:<rule>``, detail after ``|``) in
         ``cols``; the full reason per live row, for the stats (None: no drop)."""
-        drop_live = ~keep
-        if not drop_live.any():
+        drop_live = np.flatnonzero(~keep)
+        if not len(drop_live):
             return None
         if reasons is None:
             raise AssertionError(f"stage {self.name}: dropped documents without reasons")
-        stage_col = batch.column(S.REJECT_STAGE).to_pylist()
-        reason_col = batch.column(S.REJECT_REASON).to_pylist()
-        detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
         reason_full: list[str | None] = [None] * len(alive_idx)
-        for j in np.flatnonzero(drop_live):
-            i = alive_idx[j]
+        details = []
+        for j in drop_live:
             rule, _, detail = str(reasons[j] or "unspecified").partition("|")
-            stage_col[i] = self.name
-            reason_col[i] = reason_full[j] = f"{self.name}:{rule}"
-            detail_col[i] = detail or None
-        cols[S.REJECT_STAGE] = pa.array(stage_col, pa.string())
-        cols[S.REJECT_REASON] = pa.array(reason_col, pa.string())
-        cols[S.REJECT_DETAIL] = pa.array(detail_col, pa.string())
+            reason_full[j] = f"{self.name}:{rule}"
+            details.append(detail or None)
+        marked = mark_rejects(batch, alive_idx[drop_live], stage=self.name,
+                              reasons=[reason_full[j] for j in drop_live], details=details)
+        for col in (S.REJECT_STAGE, S.REJECT_REASON, S.REJECT_DETAIL):
+            cols[col] = marked.column(col)
         return reason_full
+
+
+def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: str, reasons: Sequence[str],
+                 details: Sequence[str | None], first_row: int = 0) -> pa.Table:
+    """``batch`` with ``rows`` (indices, ascending) marked as rejects of ``stage``:
+    ``reasons[j]`` is the full reason (``<stage>:<rule>``), ``details[j]`` the detail.
+    The one way anything marks a reject (batch stages, a global stage's decisions,
+    duplicate ids). A row already rejected cannot be rejected again: that is a bug in
+    whoever decided (``first_row``: the batch's first row in its split, for the message)."""
+    if not len(rows):
+        return batch
+    stage_col = batch.column(S.REJECT_STAGE).to_pylist()
+    reason_col = batch.column(S.REJECT_REASON).to_pylist()
+    detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
+    for i, reason, detail in zip(rows, reasons, details):
+        i = int(i)
+        if reason_col[i] is not None:
+            raise JobError(f"stage {stage!r} decided to drop row {i + first_row}, which {reason_col[i]} already dropped")
+        stage_col[i], reason_col[i], detail_col[i] = stage, reason, detail
+    for col, values in ((S.REJECT_STAGE, stage_col), (S.REJECT_REASON, reason_col), (S.REJECT_DETAIL, detail_col)):
+        batch = batch.set_column(batch.schema.get_field_index(col), col, pa.array(values, pa.string()))
+    return batch
 
 
 def _merged_text(batch: pa.Table, live: pa.Table, alive: np.ndarray, alive_idx: np.ndarray, keep: np.ndarray,
@@ -506,9 +527,18 @@ class GlobalStage(Stage):
 @dataclass(kw_only=True)
 class StageContext:
     """What a global stage's :meth:`~GlobalStage.decide` gets: where it may write durable
-    artifacts between its passes (a path or URI string), the job's sources in spec
-    order, and a dict to fill for the report."""
+    artifacts between its passes (a path or URI string, reached with ``storage``: the
+    job's ``storage:`` options), the job's sources in spec order, and a dict to fill for
+    the report. :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
+    handle every file access of a stage goes through."""
 
     work_dir: str
     sources: tuple[str, ...]
     report: dict[str, Any] = dataclasses.field(default_factory=dict)
+    storage: "fs.StorageOptions | None" = None
+
+    @property
+    def work(self) -> "fs.Location":
+        from datapipe import fs
+
+        return fs.Location(self.work_dir, self.storage)

@@ -70,9 +70,7 @@ def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | No
     """The split's id file: rows ordered by part, one row group per part."""
     table = pa.concat_tables(tables) if tables else ID_SCHEMA.empty_table()
     table = table.sort_by([("part", "ascending"), ("_row", "ascending")])
-    fs.makedirs(fs.parent(path), storage)
-    fsys, p = fs.resolve(path, storage)
-    with pq.ParquetWriter(p, ID_SCHEMA, filesystem=fsys, compression="zstd") as w:
+    with fs.AtomicFile(path, storage) as out, pq.ParquetWriter(out, ID_SCHEMA, compression="zstd") as w:
         parts = table.column("part").to_numpy()
         cuts = np.flatnonzero(np.diff(parts)) + 1
         for lo, hi in zip(np.r_[0, cuts], np.r_[cuts, len(parts)]):
@@ -135,8 +133,7 @@ def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str,
     if not found:
         return None, []
     table = pa.concat_tables(found).sort_by([("_split", "ascending"), ("_row", "ascending")])
-    fs.makedirs(fs.parent(out), storage)
-    fsys, path = fs.resolve(out, storage)
-    pq.write_table(table, path, filesystem=fsys)
+    with fs.AtomicFile(out, storage) as f:
+        pq.write_table(table, f)
     return out, sorted(set(table.column("_split").to_pylist()))
 

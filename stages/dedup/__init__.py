@@ -4,9 +4,9 @@
 the orchestration of ``decide()``'s passes (local, or on Ray Data);
 :mod:`stages.dedup.passes` the batch functions those passes hand to Ray Data,
 :mod:`stages.dedup.minhash` the datasketch-compatible signatures,
-:mod:`stages.dedup.graph` the partition kernels, :mod:`stages.dedup.config` the config
-and :mod:`stages.dedup.bridge` the contract run on a whole Ray Dataset (``Dedup.run``,
-for pipelines outside the runner). See ``docs/dedup.md``.
+:mod:`stages.dedup.graph` the partition kernels and :mod:`stages.dedup.config` the
+config. The engine runs it (``datapipe.runner``); benchmarks run it through the engine
+too. See ``docs/dedup.md``.
 """
 
 from stages.dedup.config import DedupConfig

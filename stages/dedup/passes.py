@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import xxhash
 
 from datapipe import schema as S
@@ -204,7 +205,7 @@ def needed_keys(batch: pa.Table, *, shards: int) -> pa.Table:
 
 
 def payload_side(batch: pa.Table, *, parts: int, num_perm: int, carry: bool, needed_dir: str | None = None,
-                 shards: int = 1) -> pa.Table:
+                 shards: int = 1, storage: Any = None) -> pa.Table:
     """Payload rows (key, signature, shingle set) of the documents in candidate pairs
     (all eligible ones when ``needed_dir`` is None), tagged for the join."""
     if KEY in batch.column_names:
@@ -214,7 +215,7 @@ def payload_side(batch: pa.Table, *, parts: int, num_perm: int, carry: bool, nee
     else:   # index rows: batch 0
         bid = np.zeros(batch.num_rows, np.uint64)
     if needed_dir is not None and batch.num_rows:
-        need = _load_shards(needed_dir, (bid % np.uint64(shards)).astype(np.int64), ["key"])
+        need = _load_shards(needed_dir, (bid % np.uint64(shards)).astype(np.int64), ["key"], storage)
         keep = pc.is_in(_col(batch, "key"), value_set=_col(need, "key")) if need is not None and need.num_rows \
             else pa.array(np.zeros(batch.num_rows, bool))
         batch = batch.filter(keep)
@@ -363,26 +364,16 @@ def report_partials(batch: pa.Table) -> pa.Table:
                      "n": pa.array(cols["n"], pa.int64())})
 
 
-def _load_shards(decisions_dir: str, shards: np.ndarray, columns: list[str]) -> pa.Table | None:
-    import pyarrow.dataset as pds
+def _load_shards(decisions_dir: str, shards: np.ndarray, columns: list[str], storage: Any = None) -> pa.Table | None:
+    """The rows of the ``<SHARD>=<s>`` folders of ``decisions_dir`` for the shards named
+    (``storage``: the job's :class:`datapipe.fs.StorageOptions`)."""
+    from datapipe import fs
 
     tables = []
     for s in np.unique(shards).tolist():
-        path = f"{decisions_dir.rstrip('/')}/{SHARD}={s}"
-        fs, p = _fs(path)
-        info = fs.get_file_info(p)
-        if info.type.name == "NotFound":
-            continue
-        tables.append(pds.dataset(p, filesystem=fs, format="parquet").to_table(columns=columns))
+        files = [f for f in fs.list_files(fs.join(decisions_dir, f"{SHARD}={s}"), storage) if f.endswith(".parquet")]
+        tables += [pq.read_table(fs.arrow_input(f, storage), columns=columns) for f in files]
     return pa.concat_tables(tables) if tables else None
-
-
-def _fs(path: str):
-    """(pyarrow filesystem, path) through datapipe's storage layer (S3 endpoint, region
-    and profile as AWS tools read them)."""
-    from datapipe import fs
-
-    return fs.resolve(path)
 
 
 # -- index -----------------------------------------------------------------------------

@@ -50,6 +50,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from datapipe import fs, passes
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, StageContext
@@ -83,13 +84,6 @@ class Dedup(GlobalStage):
     def decide(self, side: list[str], ctx: StageContext) -> str | None:
         return _Decide(self.config, ctx).run(side)
 
-    def run(self, ds: Any, ctx: StageContext) -> Any:
-        """Bridge for the runner that hands global stages the whole dataset: side rows,
-        ``decide()`` and marking on Ray Data (see :mod:`stages.dedup.bridge`)."""
-        from stages.dedup.bridge import run_on_dataset
-
-        return run_on_dataset(self, ds, ctx, batch_rows=self.config.batch_size)
-
 
 def _side_params(cfg: DedupConfig) -> dict[str, Any]:
     b, r = cfg.bands_rows() if cfg.near else (0, 0)
@@ -101,27 +95,17 @@ def _side_params(cfg: DedupConfig) -> dict[str, Any]:
             "shingling": {"kind": cfg.shingle, "n": cfg.ngram}}
 
 
-# -- artifacts -----------------------------------------------------------------------
+# -- artifacts (every access through datapipe.fs, with the job's storage options) ----------
 
-def _parquet_files(path: str) -> list[str]:
-    fs, p = P._fs(path)
-    from pyarrow import fs as pafs
-
-    info = fs.get_file_info(p)
-    if info.type == pafs.FileType.NotFound:
-        return []
-    if info.type == pafs.FileType.File:
-        return [p]
-    sel = fs.get_file_info(pafs.FileSelector(p, recursive=True))
-    return sorted(f.path for f in sel if f.type == pafs.FileType.File and f.path.endswith(".parquet"))
+_parquet_files = passes.parquet_files
+_count_rows = passes.count_rows
 
 
-def _row_group_stats(path: str, column: str) -> Iterator[tuple[str, Any, Any]]:
+def _row_group_stats(path: str, column: str, st: fs.StorageOptions | None) -> Iterator[tuple[str, Any, Any]]:
     """``(file, row group, the column's statistics)`` for every row group of a written
     artifact: what the footers say, without reading the data."""
-    fs, _ = P._fs(path)
-    for f in _parquet_files(path):
-        md = pq.ParquetFile(fs.open_input_file(f)).metadata
+    for f in _parquet_files(path, st):
+        md = pq.ParquetFile(fs.arrow_input(f, st)).metadata
         names = [md.schema.column(i).name for i in range(md.num_columns)]
         j = names.index(column)
         for g in range(md.num_row_groups):
@@ -129,76 +113,41 @@ def _row_group_stats(path: str, column: str) -> Iterator[tuple[str, Any, Any]]:
             yield f, rg, rg.column(j).statistics
 
 
-def _count_valid(path: str, column: str) -> int:
+def _count_valid(path: str, column: str, st: fs.StorageOptions | None) -> int:
     """Non-null values of a column of a written artifact, from the footers' statistics."""
     total = 0
-    for f, rg, st in _row_group_stats(path, column):
-        if st is None or not st.has_null_count:
+    for f, rg, stats in _row_group_stats(path, column, st):
+        if stats is None or not stats.has_null_count:
             raise AssertionError(f"{f}: no null count statistics for {column}")
-        total += rg.num_rows - st.null_count
+        total += rg.num_rows - stats.null_count
     return total
 
 
-def _any_true(path: str, column: str) -> bool:
+def _any_true(path: str, column: str, st: fs.StorageOptions | None) -> bool:
     """Whether a boolean column of a written artifact holds a true value, from the
     footers' min/max statistics."""
-    for _, rg, st in _row_group_stats(path, column):
-        if rg.num_rows and (st is None or not st.has_min_max or st.max):
+    for _, rg, stats in _row_group_stats(path, column, st):
+        if rg.num_rows and (stats is None or not stats.has_min_max or stats.max):
             return True
     return False
 
 
-def _count_rows(path: str) -> int:
-    """Rows of a written artifact, from the Parquet footers only."""
-    import pyarrow.parquet as pq
-
-    fs, _ = P._fs(path)
-    return sum(pq.ParquetFile(fs.open_input_file(f)).metadata.num_rows for f in _parquet_files(path))
-
-
-def _remove(path: str) -> None:
-    fs, p = P._fs(path)
-    from pyarrow import fs as pafs
-
-    if fs.get_file_info(p).type != pafs.FileType.NotFound:
-        if fs.get_file_info(p).type == pafs.FileType.Directory:
-            fs.delete_dir(p)
-        else:
-            fs.delete_file(p)
+def _remove(path: str, st: fs.StorageOptions | None) -> None:
+    fs.Location(path, st).delete()
 
 
 def _join(root: str, *parts: str) -> str:
-    return "/".join([root.rstrip("/"), *parts])
+    return fs.join(root, *parts)
 
 
-
-
-def _is_file(path: str) -> bool:
-    from pyarrow import fs as pafs
-
-    fs, p = P._fs(path)
-    return fs.get_file_info(p).type == pafs.FileType.File
-
-
-def _with_scheme(like: str, fs_path: str) -> str:
-    """A filesystem path found under ``like``, as a URI of ``like``'s scheme."""
-    return f"{like.split('://', 1)[0]}://{fs_path}" if "://" in like else fs_path
-
-
-def _side_files(side: list[str]) -> list[str]:
+def _side_files(side: list[str], st: fs.StorageOptions | None) -> list[str]:
     """The Parquet files of ``side`` (files, or folders of them)."""
-    files: list[str] = []
-    for s in side:
-        files += [s] if _is_file(s) else [_with_scheme(s, f) for f in _parquet_files(s)]
-    return files
+    return [f for s in side for f in _parquet_files(s, st)]
 
 
-def _read_tables(files: list[str], empty: pa.Schema | None = None) -> pa.Table:
+def _read_tables(files: list[str], st: fs.StorageOptions | None, empty: pa.Schema | None = None) -> pa.Table:
     """The rows of ``files`` as one table (``empty``'s empty table when there are none)."""
-    tables = []
-    for f in files:
-        fs, p = P._fs(f)
-        tables.append(pq.read_table(p, filesystem=fs))
+    tables = [pq.read_table(fs.arrow_input(f, st)) for f in files]
     if not tables:
         if empty is None:
             raise AssertionError("no files to read and no schema to stand in")
@@ -206,39 +155,27 @@ def _read_tables(files: list[str], empty: pa.Schema | None = None) -> pa.Table:
     return pa.concat_tables(tables).combine_chunks()
 
 
-def _write_table(t: pa.Table, path: str) -> int:
-    fs, p = P._fs(path)
-    fs.create_dir(p.rsplit("/", 1)[0], recursive=True)
-    pq.write_table(t, p, filesystem=fs)
+def _write_table(t: pa.Table, path: str, st: fs.StorageOptions | None) -> int:
+    with fs.AtomicFile(path, st) as out:
+        pq.write_table(t, out)
     return t.num_rows
 
 
 DECISION_EMPTY = P.DECISION_SCHEMA.empty_table()
 # -- decide ---------------------------------------------------------------------------
 
-def _file_sha256(path: str) -> str:
-    fs, p = P._fs(path)
-    h = hashlib.sha256()
-    with fs.open_input_stream(p) as f:
-        while chunk := f.read(1 << 22):
-            h.update(chunk)
-    return h.hexdigest()
-
-
-def input_hash(files: list[str], cfg: DedupConfig) -> str:
+def input_hash(files: list[str], cfg: DedupConfig, st: fs.StorageOptions | None = None) -> str:
     """What ``decide()``'s artifacts are keyed by: the side files' contents (as a set:
     file names and order do not matter), the config and the index read."""
     h = hashlib.sha256()
     h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode())
     h.update(f"{BUCKET_HASH_VERSION}/{INDEX_VERSION}".encode())
-    for digest in sorted(_file_sha256(f) for f in files):
+    for digest in sorted(fs.sha256(f, st) for f in files):
         h.update(digest.encode())
     if cfg.index_in:
-        fs, p = P._fs(cfg.index_in)
         try:
-            with fs.open_input_stream(_join(p, "meta.json")) as f:
-                h.update(f.read())
-        except (FileNotFoundError, OSError):
+            h.update(fs.read_bytes(_join(cfg.index_in, "meta.json"), st))
+        except OSError:
             pass   # _open_index reports it
     return h.hexdigest()
 
@@ -250,6 +187,7 @@ class _Decide:
     def __init__(self, cfg: DedupConfig, ctx: StageContext) -> None:
         self.cfg = cfg
         self.ctx = ctx
+        self.st = ctx.storage
         self.bands, self.rows = cfg.bands_rows() if cfg.near else (0, 0)
         self.ranks = {s: cfg.rank(s) for s in cfg.source_priority}
         self.default_rank = len(cfg.source_priority)
@@ -257,25 +195,21 @@ class _Decide:
         self.index_written: dict[str, Any] | None = None
 
     def run(self, side: list[str]) -> str | None:
-        cfg = self.cfg
+        cfg, st = self.cfg, self.st
         t_start = time.perf_counter()
-        files = _side_files(side)
-        work = self.ctx.work_dir if "://" in self.ctx.work_dir else os.path.abspath(self.ctx.work_dir)
-        self.root = _join(work, f"decide-{input_hash(files, cfg)[:24]}")
+        files = _side_files(side, st)
+        work = self.ctx.work_dir if not fs.is_local(self.ctx.work_dir) else os.path.abspath(self.ctx.work_dir)
+        self.root = _join(work, f"decide-{input_hash(files, cfg, st)[:24]}")
         dec_path = _join(self.root, "decisions.parquet")
-        fs, root_p = P._fs(self.root)
-        from pyarrow import fs as pafs
-
-        if fs.get_file_info(_join(root_p, DONE)).type == pafs.FileType.File:
-            with fs.open_input_stream(_join(root_p, "report.json")) as f:
-                saved = json.loads(f.read().decode())
+        if fs.is_file(_join(self.root, DONE), st):
+            saved = json.loads(fs.read_text(_join(self.root, "report.json"), st))
             self.ctx.report.update(saved["report"])
             log.info("dedup: reusing the committed decisions of %s", self.root)
             return dec_path if saved["removed"] else None
-        _remove(self.root)
-        fs.create_dir(root_p, recursive=True)
-        index = _open_index(cfg.index_in, cfg) if cfg.index_in else None
-        n_side = sum(pq.ParquetFile(P._fs(f)[0].open_input_file(P._fs(f)[1])).metadata.num_rows for f in files)
+        _remove(self.root, st)
+        fs.makedirs(self.root, st)
+        index = _open_index(cfg.index_in, cfg, st) if cfg.index_in else None
+        n_side = sum(pq.ParquetFile(fs.arrow_input(f, st)).metadata.num_rows for f in files)
         n_index = index["documents"] if index is not None else 0
         local = n_side + n_index <= cfg.local_rows or not files
         if local:
@@ -284,32 +218,31 @@ class _Decide:
             dec, partials, counts, how = _Distributed(self).run(files, index)
         counts = {"documents": n_side, **counts}
         counts["removed"] = dec.num_rows
-        _write_table(dec, dec_path)
+        _write_table(dec, dec_path, st)
         report = self._report(partials, counts, how, "local" if local else "distributed",
                               time.perf_counter() - t_start)
-        with fs.open_output_stream(_join(root_p, "report.json")) as f:
-            f.write(json.dumps({"report": report, "removed": dec.num_rows}, sort_keys=True).encode())
-        with fs.open_output_stream(_join(root_p, DONE)) as f:
-            f.write(b"")
+        fs.write_text(_join(self.root, "report.json"), json.dumps({"report": report, "removed": dec.num_rows},
+                                                                  sort_keys=True), st)
+        fs.write_bytes(_join(self.root, DONE), b"", st)
         self.ctx.report.update(report)
         return dec_path if dec.num_rows else None
 
     def _timed(self, name: str, t0: float, rows: int) -> None:
-        self.passes.append({"pass": name, "seconds": round(time.perf_counter() - t0, 3), "rows": rows})
+        self.passes.append(passes.timing(name, t0, rows))
 
     # -- the local path -------------------------------------------------------------
     def _local(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
         """Every step in this process, on the same kernels as the distributed passes."""
         cfg = self.cfg
         t0 = time.perf_counter()
-        side = _read_tables(files, P.side_schema(cfg.num_perm).append(pa.field(P.SPLIT, pa.string())).append(
+        side = _read_tables(files, self.st, P.side_schema(cfg.num_perm).append(pa.field(P.SPLIT, pa.string())).append(
             pa.field(P.ROW, pa.int64())))
         nodes = P.node_rows(side, ranks=self.ranks, default_rank=self.default_rank)
         t = pa.table({"key": nodes[P.KEY], "exact": nodes[P.EXACT], "buckets": nodes[P.BUCKETS],
                       "sig": nodes[P.SIG], "sh": nodes[P.SH]})
         n_elig = t.num_rows
         if index is not None and index["segments"]:
-            idx = P.index_rows(_read_tables([f for seg in index["segments"] for f in _parquet_files(seg)]),
+            idx = P.index_rows(_read_tables([f for seg in index["segments"] for f in _parquet_files(seg, self.st)], self.st),
                                ranks=self.ranks, default_rank=self.default_rank)
             t = pa.concat_tables([t, S.conform(idx, t.schema)])
         self._timed("nodes", t0, t.num_rows)
@@ -343,7 +276,7 @@ class _Decide:
         self._timed("components+decisions", t0, dec.num_rows)
         if cfg.index_out:
             survivors = P.index_survivors(nodes, removed=dec["node"].combine_chunks())
-            self._write_index(index, lambda path: _write_table(survivors, _join(path, "part-0.parquet")))
+            self._write_index(index, lambda path: _write_table(survivors, _join(path, "part-0.parquet"), self.st))
         partials = P.report_partials(dec).to_pylist()
         return P.decisions_out(dec), partials, counts, "local" if all_edges.num_rows else "none"
 
@@ -351,19 +284,18 @@ class _Decide:
     def _write_index(self, index: dict | None, write_segment) -> None:
         """A new index: the segments of ``index_in`` (copied) plus one segment of this
         run's survivors, which ``write_segment(folder)`` writes and returns the rows of."""
-        cfg = self.cfg
+        cfg, st = self.cfg, self.st
         out = cfg.index_out.rstrip("/")
         t0 = time.perf_counter()
         staging = out + ".staging"
-        _remove(staging)
-        fs, sp = P._fs(staging)
-        fs.create_dir(sp, recursive=True)
+        _remove(staging, st)
+        fs.makedirs(staging, st)
         segments: list[str] = []
         n_old = 0
         if index is not None:
             for i, seg in enumerate(index["segments"]):
                 name = f"seg-{i:04d}"
-                _copy_dir(seg, _join(staging, name))
+                _copy_dir(seg, _join(staging, name), st)
                 segments.append(name)
             n_old = index["documents"]
         name = f"seg-{len(segments):04d}"
@@ -371,14 +303,13 @@ class _Decide:
         if n_new:
             segments.append(name)
         else:
-            _remove(_join(staging, name))
+            _remove(_join(staging, name), st)
         meta = {"format": INDEX_FORMAT, "version": INDEX_VERSION, "bucket_hash": BUCKET_HASH_VERSION,
                 "params": cfg.signature_params(), "segments": segments, "documents": n_old + n_new,
                 "segment_documents": (index["segment_documents"] if index else []) + ([n_new] if n_new else [])}
-        with fs.open_output_stream(_join(sp, "meta.json")) as f:
-            f.write((json.dumps(meta, indent=2, sort_keys=True) + "\n").encode())
-        _remove(out)
-        fs.move(sp, P._fs(out)[1])
+        fs.write_text(_join(staging, "meta.json"), json.dumps(meta, indent=2, sort_keys=True) + "\n", st)
+        _remove(out, st)
+        _publish_dir(staging, out, st)
         self._timed("index", t0, n_new)
         self.index_written = {"path": out, "documents": n_old + n_new, "added": n_new}
 
@@ -432,63 +363,22 @@ class _Distributed:
     def __init__(self, d: _Decide) -> None:
         self.d = d
         self.cfg = d.cfg
+        self.st = d.st
         self.root = _join(d.root, "passes")
+        self.runner = passes.PassRunner(self.root, self.st, d.passes)   # the engine owns the passes' files
+        self._write, self._read, self._group = self.runner.write, self.runner.read, self.runner.group
         self.bands = d.bands
         self.cpus = 1   # known once Ray runs (after the first pass)
 
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
-        """Partitions for a shuffle of ``rows`` rows: at most ``per_partition`` rows each
-        (memory), and spread over the cluster's CPUs while partitions keep at least
-        ``min_partition_rows`` rows (parallelism without tiny tasks)."""
-        cap = per_partition or self.cfg.partition_rows
-        spread = min(self.cpus, rows // self.cfg.min_partition_rows)
-        return max(1, math.ceil(rows / cap), spread)
-
-    def _write(self, name: str, make_ds, *, partition_cols: list[str] | None = None) -> tuple[str, int]:
-        """Run one pass: write its dataset under ``passes/<name>`` (via a staging
-        name, renamed when complete) and return the path and its row count."""
-        out = _join(self.root, name)
-        tmp = out + ".staging"
-        _remove(out)
-        _remove(tmp)
-        t0 = time.perf_counter()
-        make_ds().write_parquet(tmp, **({"partition_cols": partition_cols} if partition_cols else {}))
-        fs, p = P._fs(tmp)
-        from pyarrow import fs as pafs
-
-        if fs.get_file_info(p).type == pafs.FileType.NotFound:
-            fs.create_dir(p)
-        fs.move(p, P._fs(out)[1])
-        rows = _count_rows(out)
-        self.d._timed(name, t0, rows)
-        log.info("dedup pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
-        return out, rows
-
-    def _read(self, path: str | list[str], columns: list[str] | None = None, schema: pa.Schema | None = None):
-        import ray
-
-        paths = [path] if isinstance(path, str) else list(path)
-        if not any(_parquet_files(p) for p in paths):
-            if schema is None:
-                raise AssertionError(f"no data at {path} and no schema to stand in")
-            return ray.data.from_arrow(schema.empty_table())
-        ds = ray.data.read_parquet(path)
-        return ds.select_columns(columns) if columns else ds
-
-    def _group(self, ds: Any, parts: int, kernel, **fn_kwargs: Any) -> Any:
-        """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition
-        runs as a single task (no shuffle service to start); more use Ray Data's hash
-        shuffle into ``parts`` partitions."""
-        kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
-        if parts == 1:
-            return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
-        return ds.groupby("_part", num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
+        return passes.PassRunner.parts(rows, per_partition or self.cfg.partition_rows, self.cpus,
+                                       self.cfg.min_partition_rows)
 
     def run(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
         cfg, d, fmt = self.cfg, self.d, "pyarrow"
         # node rows are cheap to derive, so every pass derives them from the side files as it
         # reads them instead of a pass of their own
-        n_elig = sum(_count_valid(f, "exact") for f in files)
+        n_elig = sum(_count_valid(f, "exact", self.st) for f in files)
         ranks = {"ranks": d.ranks, "default_rank": d.default_rank}
 
         def nodes(columns: list[str]):
@@ -497,8 +387,6 @@ class _Distributed:
         self.nodes = nodes
         import ray
 
-        if not ray.is_initialized():   # as Ray Data would on its first execution
-            ray.init()
         self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
         index_nodes = None
         if index is not None and index["segments"]:
@@ -521,7 +409,7 @@ class _Distributed:
                 return self._group(inp, parts, P.exact_kernel)
 
             exact_path, _ = self._write("exact", exact_ds)
-            n_exact = _count_valid(exact_path, "rep")
+            n_exact = _count_valid(exact_path, "rep", self.st)
             counts["exact_duplicate_edges"] = n_exact
             edge_sets.append(("exact", exact_path, n_exact))
             reps_source = exact_path
@@ -547,7 +435,7 @@ class _Distributed:
             if cfg.verify != "none" and n_cand:
                 near_edges, n_ver = self._verify(cand, n_cand, index_nodes)
                 counts["verified_edges"] = n_ver
-            edge_sets.append(("edges", near_edges, _count_rows(near_edges)))
+            edge_sets.append(("edges", near_edges, _count_rows(near_edges, self.st)))
 
         comp, n_comp, how = self._components(edge_sets)
         counts["removed_nodes"] = n_comp
@@ -557,7 +445,7 @@ class _Distributed:
             dec_path, _ = self._write("decisions", lambda: self._group(
                 self._read(comp).map_batches(P.by_root_rows, fn_kwargs={"parts": parts}, batch_format=fmt),
                 parts, P.decide_kernel))
-        dec = _read_tables(_parquet_files(dec_path), P.DECISION_SCHEMA) if n_comp else DECISION_EMPTY
+        dec = _read_tables(_parquet_files(dec_path, self.st), self.st, P.DECISION_SCHEMA) if n_comp else DECISION_EMPTY
         # (bounded by the number of duplicates)
         if cfg.index_out:
             removed = dec["node"].combine_chunks()
@@ -567,9 +455,10 @@ class _Distributed:
     def _index_segment(self, n_elig: int, removed: pa.Array, path: str) -> int:
         if not n_elig:
             return 0
+        fsys, p = fs.resolve(path, self.st)
         self.nodes([P.KEY, P.EXACT, P.BUCKETS, P.SIG]).map_batches(
-            P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(path)
-        return _count_rows(path)
+            P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(p, filesystem=fsys)
+        return _count_rows(path, self.st)
 
     def _verify(self, cand: str, n_cand: int, index_nodes) -> tuple[str, int]:
         cfg, fmt = self.cfg, "pyarrow"
@@ -582,7 +471,8 @@ class _Distributed:
             P.needed_keys, fn_kwargs={"shards": shards}, batch_format=fmt), partition_cols=[P.SHARD])
 
         def payload(carry: bool):
-            kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards}
+            kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards,
+                  "storage": self.st}
             pay = self.nodes([P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
                 P.payload_side, fn_kwargs=kw, batch_format=fmt)
             if index_nodes is not None:
@@ -650,9 +540,9 @@ class _Distributed:
             parts = self._parts(rows_ls)
             ss, rows = self._write(f"cc_ss_{rnd}", lambda: self._group(self._read(ls, ["a", "b"]).map_batches(
                 P.by_b_rows, fn_kwargs={"parts": parts}, batch_format=fmt), parts, P.small_star_kernel))
-            changed = _any_true(ls, "changed") or _any_true(ss, "changed")
+            changed = _any_true(ls, "changed", self.st) or _any_true(ss, "changed", self.st)
             for old in (src, ls):
-                _remove(old)
+                _remove(old, self.st)
             cur = ss
             log.info("dedup components round %d: %d edges, changed: %s", rnd, rows, changed)
             if not changed:  # every component is a star around its smallest key: (a=root, b=node)
@@ -682,22 +572,19 @@ def _empty(schema: pa.Schema):
     return ray.data.from_arrow(schema.empty_table())
 
 
-def _copy_dir(src: str, dst: str) -> None:
-    from pyarrow import fs as pafs
-
-    sfs, sp = P._fs(src)
-    dfs, dp = P._fs(dst)
-    dfs.create_dir(dp, recursive=True)
-    pafs.copy_files(sp, dp, source_filesystem=sfs, destination_filesystem=dfs)
+def _copy_dir(src: str, dst: str, st: fs.StorageOptions | None) -> None:
+    for f in fs.list_files(src, st):
+        fs.copy_file(f, _join(dst, fs.relative(f, src)), st)
 
 
-def _open_index(path: str, cfg: DedupConfig) -> dict[str, Any]:
+_publish_dir = passes.publish_dir
+
+
+def _open_index(path: str, cfg: DedupConfig, st: fs.StorageOptions | None = None) -> dict[str, Any]:
     """Read and check an index's ``meta.json``; returns its segment paths and counts."""
-    fs, p = P._fs(path)
     try:
-        with fs.open_input_stream(_join(p, "meta.json")) as f:
-            meta = json.loads(f.read().decode())
-    except (FileNotFoundError, OSError) as e:
+        meta = json.loads(fs.read_text(_join(path, "meta.json"), st))
+    except OSError as e:
         raise SpecError(f"dedup: index_in {path!r} is not a dedup index (no meta.json): {e}; "
                         "point it at the index_out folder of an earlier run") from None
     if meta.get("format") != INDEX_FORMAT or meta.get("version") != INDEX_VERSION:

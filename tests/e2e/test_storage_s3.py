@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
@@ -122,3 +123,58 @@ def test_killed_s3_run_is_not_complete_and_rerun_commits(ray_cluster, repo_dir, 
     assert rerun.returncode == 0, rerun.stdout[-3000:] + rerun.stderr[-5000:]
     assert "resuming the interrupted run" in rerun.stdout   # same job: its staging (keyed by the job hash) is reused
     assert commit.trusted_status(out) and [e for e in fs.list_dir(bucket) if "staging" in e or e.endswith(".lock")] == []
+
+
+def _aws_in_workers() -> list[str]:
+    import ray
+
+    @ray.remote(num_cpus=0)
+    def aws_vars() -> list[str]:   # what reaches a store: credentials, endpoint, region, profile
+        return sorted(k for k in os.environ if k.startswith("AWS_") and any(
+            w in k for w in ("KEY", "SECRET", "TOKEN", "ENDPOINT", "REGION", "PROFILE")))
+
+    return ray.get(aws_vars.remote())
+
+
+def test_dedup_on_s3_with_the_endpoint_only_in_the_spec_and_an_incremental_index(
+        ray_session, tmp_path, bucket, s3_server, shared_dir, monkeypatch):
+    """Dedup's work files, its Ray Data passes (distributed path) and index_in/index_out
+    reach the store through the spec's ``storage:`` section alone: the endpoint is only
+    there, and the workers' environment holds no AWS_* at all (the driver's credentials
+    travel inside the storage options, as the spec refuses secrets)."""
+    from datapipe.runner import run_job
+    from datapipe.spec import load_job
+
+    assert _aws_in_workers() == []
+    for key in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_REGION", "AWS_DEFAULT_REGION"):
+        monkeypatch.delenv(key, raising=False)
+    lines = (shared_dir / "corpora/wiki/wikitext-2-raw.test.txt").read_text(encoding="utf-8").splitlines()
+    paras = [p.strip() for p in lines if len(p.strip()) > 400 and not p.strip().startswith("=")][:30]
+    assert len(paras) == 30
+    near = paras[1].replace(" the ", " a ", 1)
+    batches = {"one": [(f"p{i}", paras[i]) for i in range(20)] + [("copy0", paras[0]), ("near1", near)],
+               "two": [(f"p{i}", paras[i]) for i in range(20, 30)] + [("copy5", paras[5]), ("copy25", paras[25])]}
+    rejected = {}
+    for run, docs in batches.items():
+        data = tmp_path / run
+        data.mkdir()
+        (data / "docs.jsonl").write_text("".join(json.dumps({"id": i, "text": t}) + "\n" for i, t in docs))
+        index_in = f", index_in: {bucket}/index-one" if run == "two" else ""
+        spec = tmp_path / f"{run}.yaml"
+        spec.write_text(f"name: dedup-{run}\noutput: {bucket}/out-{run}\n"
+                        f"storage: {{s3: {{endpoint_url: {s3_server['endpoint']}, region: us-east-1}}}}\n"
+                        f"sources:\n  - {{name: {run}, format: jsonl, paths: [{run}/*.jsonl], options: {{id_key: id}}}}\n"
+                        f"stages:\n  - dedup: {{local_rows: 0, index_out: {bucket}/index-{run}{index_in}}}\n")
+        job = load_job(spec)
+        run_job(job, echo=lambda line: None)
+        st = job.storage
+        rejects = pq.read_table(fs.resolve(f"{bucket}/out-{run}/rejects", st)[1], filesystem=fs.resolve(bucket, st)[0])
+        rejected[run] = sorted(zip(rejects.column("reject_reason").to_pylist(), rejects.column("text").to_pylist()))
+        assert fs.is_file(f"{bucket}/index-{run}/meta.json", st)
+    # of a near pair either copy may be the one kept (the survival order is the stage's)
+    assert rejected["one"] in (sorted([("dedup:exact", paras[0]), ("dedup:near", near)]),
+                               sorted([("dedup:exact", paras[0]), ("dedup:near", paras[1])]))
+    assert rejected["two"] == sorted([("dedup:exact", paras[5]), ("dedup:exact", paras[25])])
+    meta = json.loads(fs.read_text(f"{bucket}/index-two/meta.json", st))
+    assert meta["documents"] == 20 + 10 and len(meta["segments"]) == 2
+    assert _aws_in_workers() == []

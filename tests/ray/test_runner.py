@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from datapipe.errors import CorruptInputError, SpecError
+from datapipe.errors import ConflictError, CorruptInputError
 from datapipe.runner import run_job
 from datapipe.spec import load_job
 
@@ -131,7 +131,7 @@ def test_run_outputs_accounting_and_rerun(ray_session, tmp_path, shared_dir):
 
     # a changed spec does not silently reuse or overwrite the old output
     spec.write_text(spec.read_text().replace("min_chars: 10", "min_chars: 12"))
-    with pytest.raises(SpecError, match="different run"):
+    with pytest.raises(ConflictError, match="different run"):
         run_job(load_job(spec), echo=lambda s: None)
 
 
@@ -145,3 +145,91 @@ def test_on_error_fail_names_the_file(ray_session, tmp_path, shared_dir):
         run_job(load_job(spec), echo=lambda s: None)
     assert "trunc.jsonl.gz" in str(e.value)
     assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("keeps", ["one", "none"])
+def test_a_split_run_again_for_a_repeated_id_leaves_no_file_of_its_first_attempt(ray_session, tmp_path, keeps):
+    """#29: the split re-run with its extra copy of id X rejected kept the first
+    attempt's documents file and token shards in the committed output."""
+    from datapipe.cli import main
+
+    data = tmp_path / "data"
+    data.mkdir()
+    first_x = "the first copy of X talks about rivers. " * 40     # > split_bytes: a split per file
+    second = [{"id": "X", "text": "the second copy of X says something else entirely about lakes. " * 30}]
+    if keeps == "one":
+        second.append({"id": "Y", "text": "a document of its own in the second file, kept"})
+    (data / "a.jsonl").write_text(json.dumps({"id": "X", "text": first_x}) + "\n")
+    (data / "b.jsonl").write_text("".join(json.dumps(d) + "\n" for d in second))
+    tokenizer = Path(__file__).resolve().parents[2] / "models" / "sample" / "tokenizer" / "tokenizer.json"
+    spec = tmp_path / "job.yaml"
+    spec.write_text(textwrap.dedent(f"""
+        name: rerun-split
+        output: out
+        execution: {{split_bytes: 1024}}
+        sources:
+          - {{name: a, format: jsonl, paths: [data/*.jsonl], options: {{id_key: id}}}}
+        stages:
+          - tokenize: {{tokenizer: {tokenizer}}}
+    """))
+    job = load_job(spec)
+    assert len(job.sources[0].files) == 2
+    run_job(job, echo=lambda s: None)
+    out = tmp_path / "out"
+    docs = pq.read_table(out / "documents")
+    want = ["a document of its own in the second file, kept"] if keeps == "one" else []
+    assert sorted(docs.column("text").to_pylist()) == sorted([first_x] + want)
+    assert len(set(docs.column("id").to_pylist())) == docs.num_rows
+    rejects = pq.read_table(out / "rejects")
+    assert rejects.column("reject_reason").to_pylist() == ["read:duplicate_id"]
+    on_disk = sorted(str(p.relative_to(out)) for p in out.rglob("*") if p.is_file() and p.parent.name == "a")
+    listed = json.loads((out / "manifest.json").read_text())["files"]
+    assert [p for p in on_disk if p.endswith(".parquet")] == sorted(f["path"] for f in listed)
+    shard_files = [p for p in on_disk if p.startswith("shards/") and p.endswith((".bin", ".idx"))]
+    assert len(shard_files) == 2 * len(want) + 2        # a .bin and .idx per split that kept documents
+    assert main(["shards", "verify", str(out / "shards")]) == 0
+
+
+FULL_DISK_DRIVER = """
+import logging, resource, sys
+import ray
+
+def limit_file_size():   # every Ray worker: files above 1 MiB cannot be written (EFBIG)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 20, 1 << 20))
+
+ray.init(num_cpus=1, include_dashboard=False, logging_level=logging.ERROR, log_to_driver=False,
+         runtime_env={"worker_process_setup_hook": limit_file_size})
+from datapipe.cli import main
+sys.exit(main(["run", sys.argv[1]]))
+"""
+
+
+def test_a_full_device_is_one_line_naming_the_file_and_leaves_nothing_behind(tmp_path):
+    """#29: a full disk ended in a 60-line Ray traceback and left the staging folder and a
+    .tmp file. Made real with RLIMIT_FSIZE in the Ray workers (Python ignores SIGXFSZ, so
+    a write past the limit fails with EFBIG, as a full disk fails with ENOSPC)."""
+    import base64
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parents[2]
+    data = tmp_path / "data"
+    data.mkdir()
+    rng = __import__("random").Random(7)
+    with open(data / "big.jsonl", "w") as f:   # ~3 MiB of text that does not compress below 1 MiB
+        for i in range(30):
+            f.write(json.dumps({"id": f"d{i}", "text": base64.b64encode(rng.randbytes(75_000)).decode()}) + "\n")
+    spec = tmp_path / "job.yaml"
+    spec.write_text("name: full\noutput: out\nsources:\n  - {name: docs, format: jsonl, paths: [data/*.jsonl], "
+                    "options: {id_key: id}}\nstages:\n  - normalize: {}\n")
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    proc = subprocess.run([sys.executable, "-c", FULL_DISK_DRIVER, str(spec)], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={**env, "PYTHONPATH": str(repo)})
+    assert proc.returncode == 2, proc.stderr[-3000:]
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("datapipe: error:")]
+    assert errors == [f"datapipe: error: {tmp_path}/out.staging-{errors[0].split('.staging-')[1].split('/')[0]}"
+                      "/documents/docs/part-00000.parquet: File too large"], proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    left = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if not p.is_relative_to(data))
+    assert left == ["data", "data/big.jsonl", "job.yaml"] or left == ["job.yaml"], left

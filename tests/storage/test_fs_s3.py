@@ -7,7 +7,7 @@ import json
 import pytest
 
 from datapipe import commit, fs
-from datapipe.errors import JobError, SpecError
+from datapipe.errors import ConflictError, JobError
 
 
 def test_fs_roundtrip_glob_and_delete(bucket):
@@ -31,7 +31,7 @@ def test_commit_on_s3_publishes_and_replaces(bucket, prefix):
     out = fs.join(bucket, prefix)
     for content in (b"old", b"new"):
         run = commit.OutputRun.begin(out)
-        with pytest.raises(SpecError, match=r"being written by run .*host .*pid"):
+        with pytest.raises(ConflictError, match=r"being written by run .*host .*pid"):
             commit.OutputRun.begin(out)
         fs.write_bytes(fs.join(run.staging, "documents/part-0.parquet"), content)
         if content == b"old":

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from datapipe import commit, fs
-from datapipe.errors import SpecError
+from datapipe.errors import ConflictError, SpecError
 from datapipe.readers import READERS
 from datapipe.readers.base import ReadSplit
 from datapipe.spec import load_job
@@ -148,7 +148,7 @@ def test_unsupported_or_truncated_compression_is_a_per_file_reject(tmp_path):
 def test_second_run_on_a_live_output_refuses_and_a_stale_lock_is_taken_over(tmp_path):
     out = str(tmp_path / "out")
     first = commit.OutputRun.begin(out)
-    with pytest.raises(SpecError, match=rf"being written by run {first.run_id} \(host {socket.gethostname()}, "
+    with pytest.raises(ConflictError, match=rf"being written by run {first.run_id} \(host {socket.gethostname()}, "
                                         rf"pid {os.getpid()}, started "):
         commit.OutputRun.begin(out)
     first.abort()
@@ -165,7 +165,7 @@ def test_second_run_on_a_live_output_refuses_and_a_stale_lock_is_taken_over(tmp_
     run.release()
     Path(commit.lock_uri(out)).write_text(json.dumps({"run_id": "far", "host": "elsewhere", "pid": 1,
                                                       "started": 1.0, "heartbeat": time.time()}))
-    with pytest.raises(SpecError, match="run far .host elsewhere"):
+    with pytest.raises(ConflictError, match="run far .host elsewhere"):
         commit.OutputRun.begin(out)
     assert commit.OutputRun.begin(out, stale_s=0.0).run_id != "far"
 
@@ -217,3 +217,43 @@ def test_glob_depth_and_hidden_names(tmp_path):
     assert names("*/*.jsonl") == ["x/b.jsonl"]
     assert names("**/*.jsonl") == ["a.jsonl", "x/b.jsonl", "x/y/c.jsonl"]
     assert names("x/**/*.jsonl") == ["x/b.jsonl", "x/y/c.jsonl"]
+
+
+def test_committed_files_are_readable_by_others_and_a_failed_write_leaves_nothing(tmp_path):
+    """#29: manifest.json and _SUCCESS were written 0600 (mkstemp) whatever the umask."""
+    old = os.umask(0o022)
+    try:
+        out = str(tmp_path / "out")
+        run = commit.OutputRun.begin(out)
+        fs.write_text(fs.join(run.staging, "manifest.json"), "{}")
+        run.publish({"job_hash": "1"})
+        with pytest.raises(OSError, match="boom"), fs.AtomicFile(str(tmp_path / "part.parquet")) as f:
+            f.write(b"half a file")
+            raise OSError("boom")
+    finally:
+        os.umask(old)
+    modes = {name: os.stat(tmp_path / "out" / name).st_mode & 0o777 for name in ("manifest.json", "_SUCCESS")}
+    assert modes == {"manifest.json": 0o644, "_SUCCESS": 0o644}
+    assert sorted(os.listdir(tmp_path)) == ["out"]   # no part.parquet, no .tmp
+
+
+def test_location_is_picklable_and_reaches_files_through_the_layer(tmp_path):
+    import pickle
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    root = fs.Location(str(tmp_path / "work"), fs.StorageOptions(s3=fs.S3Options(region="eu-west-1")))
+    again = pickle.loads(pickle.dumps(root))
+    assert again == root and again.join("a", "b.txt").uri == str(tmp_path / "work" / "a" / "b.txt")
+    with again.join("a", "t.parquet").open_write() as f:
+        pq.write_table(pa.table({"x": [1, 2]}), f)
+    again.join("a", "b.txt").write_bytes(b"hi")
+    assert root.list(suffix=".parquet") == [str(tmp_path / "work" / "a" / "t.parquet")]
+    assert root.glob("*/*.txt") == [str(tmp_path / "work" / "a" / "b.txt")]
+    fsys, path = root.join("a", "t.parquet").filesystem()
+    assert pq.read_table(path, filesystem=fsys).column("x").to_pylist() == [1, 2]
+    with root.join("a", "b.txt").open_read() as fh:
+        assert fh.read() == b"hi"
+    root.join("a").delete()
+    assert not root.join("a").exists() and root.list() == []
