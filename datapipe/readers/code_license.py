@@ -90,7 +90,7 @@ def _norm(text: str) -> str:
 
 
 @functools.lru_cache(maxsize=1)
-def _licensing():
+def spdx_licensing():
     from license_expression import get_spdx_licensing
 
     return get_spdx_licensing()
@@ -108,7 +108,7 @@ def normalize(expression: str | None) -> str | None:
         return None
     if e.lower() in _ALIASES:
         return _ALIASES[e.lower()]
-    lic = _licensing()
+    lic = spdx_licensing()
     try:
         info = lic.validate(e)
     except Exception:  # license-expression raises its own errors on malformed input

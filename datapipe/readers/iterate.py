@@ -164,10 +164,21 @@ def _options(cls: type[Reader], path: str, text_key: str, keep: tuple[str, ...],
     return opts or None
 
 
+def _field(rec: Mapping[str, Any], name: str) -> Any:
+    """A (dotted) field of the kept metadata, which nests dotted names
+    (``metadata.language`` is ``rec["metadata"]["language"]``)."""
+    node: Any = rec
+    for part in name.split("."):
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(part)
+    return node
+
+
 def _language(rec: Mapping[str, Any]) -> str | None:
     for k in LANGUAGE_FIELDS:
-        if rec.get(k):
-            return str(rec[k])
+        if value := _field(rec, k):
+            return str(value)
     return None
 
 
@@ -185,7 +196,7 @@ def _documents(table: pa.Table, path: str, fields: Sequence[str], stats: ReadSta
         rec = json.loads(cols[S.METADATA][i]) if cols[S.METADATA][i] else {}
         stats.documents += 1
         yield Document(key=cols[S.ORIGIN][i], path=path, text=texts[i], url=cols[S.URL][i],
-                       language=_language(rec), raw=cols[S.RAW][i], fields={k: rec.get(k) for k in fields})
+                       language=_language(rec), raw=cols[S.RAW][i], fields={k: _field(rec, k) for k in fields})
 
 
 def iter_documents(

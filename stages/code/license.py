@@ -29,7 +29,7 @@ import pyarrow as pa
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers.code_license import (FINGERPRINTS, LICENSE_FILE_RE, SPDX_HEADER_RE, _licensing,  # noqa: F401
+from datapipe.readers.code_license import (FINGERPRINTS, LICENSE_FILE_RE, SPDX_HEADER_RE, spdx_licensing,  # noqa: F401
                                            header_license, is_license_file, license_of_text, normalize)
 from datapipe.stage import FilterStage, StageConfig
 from stages import _text as T
@@ -48,7 +48,7 @@ PERMISSIVE = ("MIT", "MIT-0", "Apache-2.0", "BSD-2-Clause", "BSD-3-Clause", "BSD
 def allowed(expression: str, allow: frozenset[str]) -> bool:
     """Whether an SPDX expression is allowed: an ``OR`` needs one allowed branch, an
     ``AND`` needs all; ``WITH`` exceptions follow their license."""
-    lic = _licensing()
+    lic = spdx_licensing()
     try:
         parsed = lic.parse(expression, validate=False)
     except Exception:

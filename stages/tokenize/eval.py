@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
+from datapipe import fs
 from datapipe.errors import SpecError
 
 log = logging.getLogger(__name__)
@@ -183,9 +184,8 @@ def draw_png(rows: list[dict], names: Sequence[str], path: str) -> None:
             d.text((left + w + 4, y - 3), f"{v:.2f}", fill="black", font=ImageFont.load_default(size=11))
             y += bar
         y += gap
-    tmp = f"{path}.tmp{os.getpid()}.png"
-    img.save(tmp, format="PNG")
-    os.replace(tmp, path)
+    with fs.AtomicFile(path) as out:
+        img.save(out, format="PNG")
 
 
 def run_eval(inputs: Sequence[str], tokenizer_paths: Sequence[str], out_dir: str, *, names: Sequence[str] = (),

@@ -70,7 +70,7 @@ def test_a_plugin_reader_serves_job_specs_and_trainer_inputs(tmp_path):
 
 def test_unknown_format_suggests_and_lists(tmp_path):
     with pytest.raises(SpecError, match=r"unknown format 'jsnol' \(did you mean 'jsonl'\?\); valid formats: "
-                                         r"arxiv, code, html, jsonl, mediawiki, parquet, stackexchange, text, warc"):
+                                         r"arxiv, code, hf, html, jsonl, mediawiki, parquet, stackexchange, text, warc"):
         reader_class(reader_registry([]), "jsnol")
     (tmp_path / "a.jsonl").write_text('{"text": "hello"}\n')
     job = tmp_path / "job.yaml"
