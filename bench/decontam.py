@@ -143,7 +143,7 @@ def main() -> None:
     mb = sum(len(d.encode()) for d in docs) / 1e6
 
     t0 = time.process_time()
-    hs, bs = [], []
+    hs = []
     for i in range(0, len(items), 4096):
         h, _ = text_ngram_hashes(items[i:i + 4096], N)
         hs.append(h)

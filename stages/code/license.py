@@ -21,7 +21,7 @@ reader did not fill: Stack-layout tables without a license column, or another re
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import ClassVar, Mapping
 
 import numpy as np
@@ -29,8 +29,8 @@ import pyarrow as pa
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers.code_license import (FINGERPRINTS, LICENSE_FILE_RE, SPDX_HEADER_RE, spdx_licensing,  # noqa: F401
-                                           header_license, is_license_file, license_of_text, normalize)
+from datapipe.readers.code_license import (header_license, is_license_file, license_of_text,  # noqa: F401
+                                           normalize, spdx_licensing)
 from datapipe.stage import FilterStage, StageConfig
 from stages import _text as T
 

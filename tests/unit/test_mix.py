@@ -13,7 +13,7 @@ import yaml
 from shard_helper import write_mix, write_source, write_text_sources
 
 from datapipe.errors import SpecError
-from trainer_bridge.mix import add_cli, load_mix, new_mix, plan_mix, resolve_mix
+from trainer_bridge.mix import add_cli, load_mix, new_mix, plan_mix
 
 SEQ = 64
 

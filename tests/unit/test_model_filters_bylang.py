@@ -40,7 +40,6 @@ def models(shared_dir, tmp_path_factory):
 @pytest.fixture(scope="module")
 def docs(shared_dir):
     """Real web pages of three languages, as the extract stage gives them."""
-    got: dict[str, list[str]] = {}
     pages = [str(shared_dir / "corpora" / "web" / "html" / p) for p in (
         "90min.de-Bundesliga-Tabelle.html.gz", "KATAPULT-Magazin.de-parteien.html.gz",
         "Lebensmittelpraxis.de-Stadtzentrum.html.gz",
