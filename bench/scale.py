@@ -7,10 +7,21 @@ of work that other jobs' load on a shared machine does not inflate, unlike wall 
 process with an embedded Ray; the 1x run is the baseline the others are compared with,
 measured in the same invocation.
 
-    .venv/bin/python bench/scale.py [--base-mb 4] [--factors 1 4 16] [--cpus 2]
+    .venv/bin/python bench/scale.py [--base-mb 4] [--factors 1 4 16] [--cpus 2] [--estimate]
 
 Expected: wall (beyond Ray's fixed start-up) and CPU seconds near-linear in input size;
-driver RSS and object-store peak flat.
+driver RSS and object-store peak flat. ``--estimate``: `datapipe estimate` from the 1x
+run's report for each larger size, beside what it measured.
+
+    .venv/bin/python bench/scale.py --docs 10000 [--exact 0.05 --near 0.05] [--estimate]
+
+One run of the full chain (normalize, length, langid, Gopher, C4, FineWeb, quality,
+perplexity, dedup, PII, tokenize; the models of ``make models``) over N documents of real
+text (Gutenberg, WikiText-2, Lee news) with known exact and near copies across sources:
+wall, CPU seconds per stage, peak RSS of the driver and of the largest Ray worker
+(``VmHWM``), object-store peak, spilled bytes, bytes written to disk (``/proc/<pid>/io``),
+dedup's removals against the known copies, and `datapipe estimate`'s projection for
+``--project-docs`` (default 1,000,000) from this run's report.
 """
 
 from __future__ import annotations
@@ -287,19 +298,19 @@ def factors_table(args: argparse.Namespace, shared: Path) -> None:
         work = Path(tempfile.mkdtemp(prefix=f"dp-scale-{factor}x-"))
         try:
             build_corpus(shared, work / "data", args.base_mb * factor)
-            rows.append((factor, run_measured(job_spec(work, args.cpus, shared))))
+            rows.append((f"{factor}x", run_measured(job_spec(work, args.cpus, shared))))
         finally:
             shutil.rmtree(work, ignore_errors=True)
     base = rows[0][1]
     stages = list(base["stages"])
-    print(f"{args.cpus} CPUs, base corpus {args.base_mb} MB; ratios vs the {rows[0][0]}x run of this invocation; "
+    print(f"{args.cpus} CPUs, base corpus {args.base_mb} MB; ratios vs the {rows[0][0]} run of this invocation; "
           "CPU s: the driver and the Ray it started (work, not inflated by other jobs' load); load: 1-min "
           "load average at the end; stage columns: busy seconds summed over workers (stages run fused per split)")
     print("| input | docs | wall s | wall / base | CPU s | CPU / base | driver peak RSS MB | largest worker MB | "
           "object store peak MB | spilled MB | load | " + " | ".join(stages) + " |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(stages))
     for factor, r in rows:
-        print(f"| {factor}x | {r['docs']} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['cpu_s']:.0f} | "
+        print(f"| {factor} | {r['docs']} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['cpu_s']:.0f} | "
               f"{r['cpu_s'] / base['cpu_s']:.2f} | {r['rss_mb']:.0f} | {r['worker_rss_mb']:.0f} | {r['store_mb']:.1f} | "
               f"{r['spilled_mb']:.0f} | {r['load']:.1f} | "
               + " | ".join(f"{r['stages'].get(s, 0):.1f}" for s in stages) + " |")
@@ -307,30 +318,42 @@ def factors_table(args: argparse.Namespace, shared: Path) -> None:
         estimate_table(rows, args.cpus)
 
 
-def estimate_table(rows: list[tuple[int, dict]], cpus: int) -> None:
+def estimate_table(rows: list[tuple[str, dict]], cpus: int) -> None:
     """``datapipe estimate`` from the first run's report for every larger run's input,
     beside what that run measured."""
     from datapipe.estimate import Target, estimate
 
     base = rows[0][1]["report"]
-    print(f"\n`datapipe estimate` from the {rows[0][0]}x run's report (its input bytes -> each run's input bytes, "
+    print(f"\n`datapipe estimate` from the {rows[0][0]} run's report (its input bytes -> each run's input bytes, "
           f"{cpus} cores) vs measured; stage CPU s = busy seconds of all stages; wall = the report's wall time")
-    print("| input | wall est | wall measured | est / measured | stage CPU s est | measured | est / measured | "
-          "tokens est | measured | output MB est | measured |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    b = rows[0][1]
+    print(f"source run: wall {base['wall_seconds']:.1f} s, stage CPU {sum(b['stages'].values()):.1f} s, process CPU "
+          f"{b['cpu_s']:.0f} s, load {b['load']:.1f}. Process CPU (/proc, not inflated by load) measured / source "
+          "beside the input ratio shows how much of a miss is load: busy seconds are wall time inside the stages")
+    print("| input | input / source | wall est | wall measured | est / measured | stage CPU s est | measured | "
+          "est / measured | process CPU / source | load | tokens est | measured | kept text MB est | measured |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for factor, r in rows[1:]:
         rep = r["report"]
-        est = estimate(base, Target(input_bytes=rep["input"]["bytes"], cores_per_node=cpus), source=f"{rows[0][0]}x")
+        est = estimate(base, Target(input_bytes=rep["input"]["bytes"], cores_per_node=cpus), source=rows[0][0])
         cpu = sum(r["stages"].values())
         tokens = sum(s["tokens"] for s in rep["shards"].values())
         out = sum(s["text_bytes"] for s in rep["totals"]["per_source"].values())
-        print(f"| {factor}x | {est.wall_seconds:.1f} | {rep['wall_seconds']:.1f} | "
+        print(f"| {factor} | {est.scale:.2f} | {est.wall_seconds:.1f} | {rep['wall_seconds']:.1f} | "
               f"{est.wall_seconds / rep['wall_seconds']:.2f} | {est.cpu_hours * 3600:.1f} | {cpu:.1f} | "
-              f"{est.cpu_hours * 3600 / cpu:.2f} | {est.tokens:,.0f} | {tokens:,} | {est.output_bytes / 1e6:.1f} | "
+              f"{est.cpu_hours * 3600 / cpu:.2f} | {r['cpu_s'] / b['cpu_s']:.2f} | {r['load']:.1f} | {est.tokens:,.0f} | {tokens:,} | {est.output_bytes / 1e6:.1f} | "
               f"{out / 1e6:.1f} |")
 
 
 def docs_run(args: argparse.Namespace, shared: Path) -> None:
+    base = None
+    if args.estimate:   # a run at a quarter of the size first: its report projects this one
+        work = Path(tempfile.mkdtemp(prefix=f"dp-scale-docs-{args.docs // 4}-"))
+        try:
+            docs_corpus(shared, work / "data", args.docs // 4, exact=args.exact, near=args.near)
+            base = run_measured(chain_spec(work, args.cpus))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
     work = Path(tempfile.mkdtemp(prefix=f"dp-scale-docs-{args.docs}-"))
     try:
         t0 = time.perf_counter()
@@ -361,6 +384,8 @@ def docs_run(args: argparse.Namespace, shared: Path) -> None:
               f"whose pair reached dedup: exact {ce:,}/{ne:,} caught, near {cn:,}/{nn:,} caught; other removals "
               f"(the corpora's own duplicates) {found['other']:,}; dedup path: "
               f"{'local decide() in the driver' if args.docs <= 200_000 else 'distributed passes'} (local_rows 200,000)")
+        if base is not None:
+            estimate_table([(f"{args.docs // 4:,} docs", base), (f"{args.docs:,} docs", r)], args.cpus)
         if args.project_docs:
             from datapipe.estimate import Target, estimate
 
@@ -378,7 +403,8 @@ def main() -> None:
     ap.add_argument("--factors", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--estimate", action="store_true",
-                    help="also print `datapipe estimate` from the first size's report beside each larger size")
+                    help="also print `datapipe estimate` from the first size's report beside each larger size "
+                         "(with --docs: from a run at a quarter of --docs, measured first)")
     ap.add_argument("--docs", type=int, help="instead of the factors: one run of the full chain over this many "
                                              "documents with known copies")
     ap.add_argument("--exact", type=float, default=0.05, help="with --docs: share of exact copies")
