@@ -79,6 +79,10 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
     assert parallel(c8) == pytest.approx(4 * parallel(c32), rel=1e-3)
     assert c8.cpu_hours == pytest.approx(c32.cpu_hours)
     assert c8.serial_seconds > 0   # dedup decides on the driver at this size: not divided by cores
+    tight = estimate(report, Target(input_bytes=40 * b0, nodes=2, cores_per_node=16, mem_per_node=4 * 10**9,
+                                    worker_mem=10**9), source="r")
+    assert tight.usable_cores == 8 and any("memory-bound" in a for a in tight.assumptions)
+    assert parallel(tight) == pytest.approx(4 * parallel(c32), rel=1e-3)
 
     assert main(["estimate", str(run_report), "--input-bytes", str(40 * b0), "--nodes", "2",
                  "--cores-per-node", "16"]) == 0
