@@ -63,7 +63,7 @@ def docs_corpus(shared: Path, folder: Path, n: int, *, exact: float, near: float
     word 5-grams, above dedup's 0.8). Returns the ground truth
     ``{"exact": [(orig, copy)], "near": [...], "unique": k, "pool": size}`` (ids as
     ``source_id`` in the output). Unique documents come from a pool of the corpora's real
-    text; past the pool (~40k groups) a round regroups the paragraphs with an offset, which
+    text; past the pool (~50k groups) a round regroups the paragraphs with an offset, which
     makes overlapping, unlabelled near-copies (reported as "other removals")."""
     import gzip
     import random
