@@ -200,6 +200,10 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
                           f"x ~5 KB, local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
+            if d0 <= params["local_rows"]:
+                notes.append(f"driver peak: the source's, which includes its local decide() of {d0:,.0f} documents "
+                             f"(up to ~{d0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
+                             "does not hold: an upper bound")
     stage_cpu = {name: (task0[name] + drv0[name]) * scale for name in task0}
     work = sum(stage_cpu.values())
     wall = fixed + extra_fixed + serial + (work - serial) / (usable * eff)
