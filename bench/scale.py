@@ -7,10 +7,21 @@ of work that other jobs' load on a shared machine does not inflate, unlike wall 
 process with an embedded Ray; the 1x run is the baseline the others are compared with,
 measured in the same invocation.
 
-    .venv/bin/python bench/scale.py [--base-mb 4] [--factors 1 4 16] [--cpus 2]
+    .venv/bin/python bench/scale.py [--base-mb 4] [--factors 1 4 16] [--cpus 2] [--estimate]
 
 Expected: wall (beyond Ray's fixed start-up) and CPU seconds near-linear in input size;
-driver RSS and object-store peak flat.
+driver RSS and object-store peak flat. ``--estimate``: `datapipe estimate` from the 1x
+run's report for each larger size, beside what it measured.
+
+    .venv/bin/python bench/scale.py --docs 10000 [--exact 0.05 --near 0.05] [--estimate]
+
+One run of the full chain (normalize, length, langid, Gopher, C4, FineWeb, quality,
+perplexity, dedup, PII, tokenize; the models of ``make models``) over N documents of real
+text (Gutenberg, WikiText-2, Lee news) with known exact and near copies across sources:
+wall, CPU seconds per stage, peak RSS of the driver and of the largest Ray worker
+(``VmHWM``), object-store peak, spilled bytes, bytes written to disk (``/proc/<pid>/io``),
+dedup's removals against the known copies, and `datapipe estimate`'s projection for
+``--project-docs`` (default 1,000,000) from this run's report.
 """
 
 from __future__ import annotations
@@ -23,6 +34,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from pathlib import Path
@@ -42,6 +54,141 @@ def job_spec(folder: Path, cpus: int, shared: Path) -> Path:
     """)
 
 
+def docs_corpus(shared: Path, folder: Path, n: int, *, exact: float, near: float, seed: int = 0) -> dict:
+    """``n`` JSONL documents in three sources (``books``: Gutenberg paragraph groups,
+    ``wiki``: WikiText-2 articles' sections, ``web``: Lee news background texts plus
+    copies), of which ``exact`` and ``near`` shares are copies of another document put in
+    a *different* source: exact copies byte for byte, near copies with ~1% of the words
+    edited (a letter swapped, a word dropped or doubled: a Jaccard similarity of ~0.9 on
+    word 5-grams, above dedup's 0.8). Returns the ground truth
+    ``{"exact": [(orig, copy)], "near": [...], "unique": k, "pool": size}`` (ids as
+    ``source_id`` in the output). Unique documents come from a pool of the corpora's real
+    text; past the pool (~50k groups) a round regroups the paragraphs with an offset, which
+    makes overlapping, unlabelled near-copies (reported as "other removals")."""
+    import gzip
+    import random
+
+    rng = random.Random(seed)
+    paras: dict[str, list[str]] = {"books": [], "wiki": [], "web": []}
+    for book in sorted((shared / "corpora" / "books" / "gutenberg").rglob("*.txt.gz")):
+        text = gzip.decompress(book.read_bytes()).decode("utf-8", errors="replace").replace("\r\n", "\n")
+        paras["books"] += [p.strip() for p in text.split("\n\n") if len(p.strip()) > 40]
+    wiki = (shared / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8")
+    paras["wiki"] = [p.strip() for p in wiki.split("\n") if len(p.strip()) > 200]
+    lee = (shared / "corpora" / "misc" / "lee_background.cor").read_text(encoding="utf-8", errors="replace")
+    paras["web"] = [p.strip() for p in lee.split("\n") if len(p.strip()) > 100]
+    group = {"books": 4, "wiki": 2, "web": 2}
+    n_exact, n_near = int(n * exact), int(n * near)
+    n_unique = n - n_exact - n_near
+    weights = {src: len(p) // group[src] for src, p in paras.items()}
+    pool = sum(weights.values())
+    unique: list[tuple[str, str, str]] = []   # (source, id, text)
+    rnd = 0
+    while len(unique) < n_unique:
+        for src, ps in paras.items():
+            k = group[src]
+            for i in range(rnd % k, len(ps) - k + 1, k):
+                unique.append((src, f"{src}:{rnd}:{i}", "\n\n".join(ps[i:i + k])))
+        rnd += 1
+    rng.shuffle(unique)
+    unique = unique[:n_unique]
+    truth: dict = {"exact": [], "near": [], "unique": n_unique, "pool": pool}
+    docs = list(unique)
+    others = {"books": ("wiki", "web"), "wiki": ("books", "web"), "web": ("books", "wiki")}
+    for kind, count in (("exact", n_exact), ("near", n_near)):
+        for j, (src, did, text) in enumerate(rng.sample(unique, count)):
+            where = rng.choice(others[src])
+            cid = f"{kind}:{j}:{did}"
+            if kind == "near":
+                words = text.split(" ")
+                for w in rng.sample(range(len(words)), max(1, len(words) // 100)):
+                    op = rng.randrange(3)
+                    if op == 0 and len(words[w]) > 2:
+                        i = rng.randrange(len(words[w]) - 1)
+                        words[w] = words[w][:i] + words[w][i + 1] + words[w][i] + words[w][i + 2:]
+                    elif op == 1:
+                        words[w] = ""
+                    else:
+                        words[w] = words[w] + " " + words[w]
+                text = " ".join(x for x in words if x)
+            docs.append((where, cid, text))
+            truth[kind].append((did, cid))
+    rng.shuffle(docs)
+    for src in paras:
+        (folder / src).mkdir(parents=True, exist_ok=True)
+    handles: dict[str, list] = {src: [None, 0] for src in paras}
+    for src, did, text in docs:
+        h = handles[src]
+        if h[0] is None or h[0].tell() > 4_000_000:
+            if h[0] is not None:
+                h[0].close()
+            h[0] = open(folder / src / f"part-{h[1]:04d}.jsonl", "w", encoding="utf-8")
+            h[1] += 1
+        h[0].write(json.dumps({"id": did, "text": text}) + "\n")
+    for h in handles.values():
+        if h[0] is not None:
+            h[0].close()
+    return truth
+
+
+def chain_spec(folder: Path, cpus: int) -> Path:
+    """The full chain over ``docs_corpus``'s three sources (normalize, length, langid,
+    Gopher, C4, FineWeb, quality, perplexity, dedup, PII, tokenize; the sample job's
+    models from ``make models``)."""
+    path = folder / "job.yaml"
+    path.write_text(textwrap.dedent(f"""
+        name: scale-docs
+        output: out
+        execution: {{num_cpus: {cpus}, batch_rows: 512}}
+        sources:
+          - {{name: books, format: jsonl, paths: [data/books/*.jsonl], options: {{id_key: id}}}}
+          - {{name: wiki, format: jsonl, paths: [data/wiki/*.jsonl], options: {{id_key: id}}}}
+          - {{name: web, format: jsonl, paths: [data/web/*.jsonl], options: {{id_key: id}}}}
+        stages:
+          - normalize: {{}}
+          - length: {{min_chars: 100}}
+          - langid: {{model: null, languages: [en, fr, es, de], min_score: 0.5}}
+          - gopher_repetition: {{}}
+          - gopher_quality: {{}}
+          - c4: {{}}
+          - fineweb: {{}}
+          - quality: {{model: "{REPO}/models/sample/quality.bin", threshold: 0.01}}
+          - perplexity: {{model: "{REPO}/models/sample/lm/en.arpa", cutoffs: "{REPO}/models/sample/lm/cutoffs.csv",
+                          max_perplexity: 3000}}
+          - dedup: {{source_priority: [wiki, books, web]}}
+          - pii: {{policy: placeholder, key: scale-bench-key}}
+          - tokenize: {{tokenizer: "{REPO}/models/sample/tokenizer/tokenizer.json"}}
+        shards: {{shard_tokens: 1048576}}
+    """))
+    return path
+
+
+def against_truth(out: Path, truth: dict) -> dict:
+    """Dedup's removals against the known copies: a pair counts where both documents
+    reached dedup (no earlier stage rejected either); it is caught where dedup removed one
+    of the two. Other removals: dedup's removals outside every known pair (the corpora's
+    own duplicates, e.g. Gutenberg licence paragraphs, or regrouped rounds)."""
+    import pyarrow.parquet as pq
+
+    rejected: dict[str, str] = {}
+    for f in sorted((out / "rejects").rglob("*.parquet")):
+        t = pq.read_table(f, columns=["source_id", "reject_stage"])
+        rejected.update(zip(t.column("source_id").to_pylist(), t.column("reject_stage").to_pylist()))
+    res = {}
+    in_pairs = set()
+    for kind in ("exact", "near"):
+        eligible = caught = 0
+        for a, b in truth[kind]:
+            in_pairs.update((a, b))
+            if any(rejected.get(x) not in (None, "dedup") for x in (a, b)):
+                continue
+            eligible += 1
+            caught += any(rejected.get(x) == "dedup" for x in (a, b))
+        res[kind] = (caught, eligible)
+    res["other"] = sum(1 for i, st in rejected.items() if st == "dedup" and i not in in_pairs)
+    return res
+
+
 def store_stats(state) -> tuple[float, float]:
     """(bytes in the object store now, bytes spilled so far), summed over the cluster's
     nodes, as ``ray memory --stats-only`` reports them. (``ray.available_resources()``'s
@@ -53,26 +200,42 @@ def store_stats(state) -> tuple[float, float]:
     return float(stats.object_store_bytes_used), float(stats.spilled_bytes_total)
 
 
-def tree_cpu(root: int, seen: dict[int, float]) -> None:
+def tree_cpu(root: int, seen: dict[int, float], hwm: dict[int, float] | None = None,
+             written: dict[int, float] | None = None) -> None:
     """Record in ``seen`` (pid -> CPU seconds, user + system) every live process under
     ``root``: the driver and the Ray it started (GCS, raylet, workers). Sampled, so a
     process's last fraction of a sampling interval is missed; other jobs on the machine
-    are never counted, which makes this a measure of work that load does not inflate."""
+    are never counted, which makes this a measure of work that load does not inflate.
+    With ``hwm``: each Ray worker's (``ray::*``) peak RSS (``VmHWM``, bytes); with
+    ``written``: each process's bytes written to storage (``/proc/<pid>/io``)."""
     tick = os.sysconf("SC_CLK_TCK")
     procs = {}
     for d in Path("/proc").iterdir():
         if d.name.isdigit():
             try:
-                f = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                head, tail = (d / "stat").read_text().rsplit(")", 1)
             except OSError:
                 continue
-            procs[int(d.name)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick)
-    for pid, (_, cpu) in procs.items():
+            f = tail.split()
+            procs[int(d.name)] = (int(f[1]), (int(f[11]) + int(f[12])) / tick, head.split("(", 1)[1])
+    for pid, (_, cpu, comm) in procs.items():
         up = pid
         while up > 1 and up != root:
-            up = procs.get(up, (0, 0))[0]
-        if up == root:
-            seen[pid] = max(seen.get(pid, 0.0), cpu)
+            up = procs.get(up, (0, 0, ""))[0]
+        if up != root:
+            continue
+        seen[pid] = max(seen.get(pid, 0.0), cpu)
+        try:
+            if hwm is not None and comm.startswith("ray::"):
+                for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                    if line.startswith("VmHWM:"):
+                        hwm[pid] = max(hwm.get(pid, 0.0), float(line.split()[1]) * 1024)
+            if written is not None:
+                for line in Path(f"/proc/{pid}/io").read_text().splitlines():
+                    if line.startswith("write_bytes:"):
+                        written[pid] = max(written.get(pid, 0.0), float(line.split()[1]))
+        except OSError:
+            pass
 
 
 def measure(job: str) -> None:
@@ -88,14 +251,14 @@ def measure(job: str) -> None:
     spec = load_job(job)
     ensure_ray(spec)
     state = get_state_from_address(ray.get_runtime_context().gcs_address)
-    peak, spilled, cpu = [0.0], [0.0], {}
+    peak, spilled, cpu, hwm, written = [0.0], [0.0], {}, {}, {}
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             used, spilled[0] = store_stats(state)
             peak[0] = max(peak[0], used)
-            tree_cpu(os.getpid(), cpu)
+            tree_cpu(os.getpid(), cpu, hwm, written)
             time.sleep(0.25)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -105,12 +268,133 @@ def measure(job: str) -> None:
     wall = time.perf_counter() - t0
     stop.set()
     t.join()
-    tree_cpu(os.getpid(), cpu)
-    print(json.dumps({"wall": wall, "stages": {s["stage"]: s["busy_seconds"] for s in result.report["stages"]},
-                      "docs": result.report["stages"][0]["docs_in"],
+    tree_cpu(os.getpid(), cpu, hwm, written)
+    rep = result.report
+    print(json.dumps({"wall": wall, "stages": {s["stage"]: s.get("task_seconds", s["busy_seconds"])
+                                               + s.get("driver_seconds", 0.0) for s in rep["stages"]},
+                      "docs": rep["stages"][0]["docs_in"],
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "worker_rss_mb": max(hwm.values(), default=0.0) / 1e6,
                       "store_mb": peak[0] / 1e6, "spilled_mb": spilled[0] / 1e6, "cpu_s": sum(cpu.values()),
-                      "load": os.getloadavg()[0]}))
+                      "written_mb": sum(written.values()) / 1e6,
+                      "load": os.getloadavg()[0],
+                      "report": {k: v for k, v in rep.items() if k not in ("summary_text", "console_text")}}))
+
+
+def run_measured(job: Path) -> dict:
+    """``measure(job)`` in a child process with its own embedded Ray."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env.update(DATAPIPE_PROGRESS="0", PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, __file__, "--measure", str(job)], env=env, cwd=REPO,
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(proc.stdout[-2000:] + proc.stderr[-3000:])
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def factors_table(args: argparse.Namespace, shared: Path) -> None:
+    rows = []
+    for factor in args.factors:
+        work = Path(tempfile.mkdtemp(prefix=f"dp-scale-{factor}x-"))
+        try:
+            build_corpus(shared, work / "data", args.base_mb * factor)
+            rows.append((f"{factor}x", run_measured(job_spec(work, args.cpus, shared))))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    base = rows[0][1]
+    stages = list(base["stages"])
+    print(f"{args.cpus} CPUs, base corpus {args.base_mb} MB; ratios vs the {rows[0][0]} run of this invocation; "
+          "CPU s: the driver and the Ray it started (work, not inflated by other jobs' load); load: 1-min "
+          "load average at the end; stage columns: busy seconds summed over workers (stages run fused per split)")
+    print("| input | docs | wall s | wall / base | CPU s | CPU / base | driver peak RSS MB | largest worker MB | "
+          "object store peak MB | spilled MB | load | " + " | ".join(stages) + " |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(stages))
+    for factor, r in rows:
+        print(f"| {factor} | {r['docs']} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['cpu_s']:.0f} | "
+              f"{r['cpu_s'] / base['cpu_s']:.2f} | {r['rss_mb']:.0f} | {r['worker_rss_mb']:.0f} | {r['store_mb']:.1f} | "
+              f"{r['spilled_mb']:.0f} | {r['load']:.1f} | "
+              + " | ".join(f"{r['stages'].get(s, 0):.1f}" for s in stages) + " |")
+    if args.estimate:
+        estimate_table(rows, args.cpus)
+
+
+def estimate_table(rows: list[tuple[str, dict]], cpus: int) -> None:
+    """``datapipe estimate`` from the first run's report for every larger run's input,
+    beside what that run measured."""
+    from datapipe.estimate import Target, estimate
+
+    base = rows[0][1]["report"]
+    print(f"\n`datapipe estimate` from the {rows[0][0]} run's report (its input bytes -> each run's input bytes, "
+          f"{cpus} cores) vs measured; stage CPU s = busy seconds of all stages; wall = the report's wall time")
+    b = rows[0][1]
+    print(f"source run: wall {base['wall_seconds']:.1f} s, stage CPU {sum(b['stages'].values()):.1f} s, process CPU "
+          f"{b['cpu_s']:.0f} s, load {b['load']:.1f}. Process CPU (/proc, not inflated by load) measured / source "
+          "beside the input ratio shows how much of a miss is load: busy seconds are wall time inside the stages")
+    print("| input | input / source | wall est | wall measured | est / measured | stage CPU s est | measured | "
+          "est / measured | process CPU / source | load | tokens est | measured | kept text MB est | measured |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for factor, r in rows[1:]:
+        rep = r["report"]
+        est = estimate(base, Target(input_bytes=rep["input"]["bytes"], cores_per_node=cpus), source=rows[0][0])
+        cpu = sum(r["stages"].values())
+        tokens = sum(s["tokens"] for s in rep["shards"].values())
+        out = sum(s["text_bytes"] for s in rep["totals"]["per_source"].values())
+        print(f"| {factor} | {est.scale:.2f} | {est.wall_seconds:.1f} | {rep['wall_seconds']:.1f} | "
+              f"{est.wall_seconds / rep['wall_seconds']:.2f} | {est.cpu_hours * 3600:.1f} | {cpu:.1f} | "
+              f"{est.cpu_hours * 3600 / cpu:.2f} | {r['cpu_s'] / b['cpu_s']:.2f} | {r['load']:.1f} | {est.tokens:,.0f} | {tokens:,} | {est.output_bytes / 1e6:.1f} | "
+              f"{out / 1e6:.1f} |")
+
+
+def docs_run(args: argparse.Namespace, shared: Path) -> None:
+    base = None
+    if args.estimate:   # a run at a quarter of the size first: its report projects this one
+        work = Path(tempfile.mkdtemp(prefix=f"dp-scale-docs-{args.docs // 4}-"))
+        try:
+            docs_corpus(shared, work / "data", args.docs // 4, exact=args.exact, near=args.near)
+            base = run_measured(chain_spec(work, args.cpus))
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+    work = Path(tempfile.mkdtemp(prefix=f"dp-scale-docs-{args.docs}-"))
+    try:
+        t0 = time.perf_counter()
+        truth = docs_corpus(shared, work / "data", args.docs, exact=args.exact, near=args.near)
+        built = time.perf_counter() - t0
+        mb = sum(f.stat().st_size for f in (work / "data").rglob("*.jsonl")) / 1e6
+        r = run_measured(chain_spec(work, args.cpus))
+        rep = r["report"]
+        out_mb = sum(f.stat().st_size for f in (work / "out").rglob("*") if f.is_file()) / 1e6
+        found = against_truth(work / "out", truth)
+        dedup = next((st for st in rep["stages"] if st["stage"] == "dedup"), {})
+        print(f"{args.docs:,} documents ({truth['unique']:,} unique from a pool of {truth['pool']:,} real text groups, "
+              f"{len(truth['exact']):,} exact and {len(truth['near']):,} near copies across sources), {mb:.1f} MB "
+              f"JSONL, built in {built:.1f} s; {args.cpus} CPUs; load {r['load']:.1f} at the end")
+        print("| wall s | CPU s (driver + Ray) | driver peak RSS MB | largest worker peak RSS MB | object store peak MB | "
+              "spilled MB | disk written MB | output MB | kept docs | tokens |")
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+        print(f"| {r['wall']:.1f} | {r['cpu_s']:.0f} | {r['rss_mb']:.0f} | {r['worker_rss_mb']:.0f} | "
+              f"{r['store_mb']:.1f} | {r['spilled_mb']:.0f} | {r['written_mb']:.0f} | {out_mb:.1f} | "
+              f"{rep['totals']['documents']:,} | {sum(s['tokens'] for s in rep['shards'].values()):,} |")
+        print("\n| stage | docs in | dropped | CPU s |")
+        print("|---|---:|---:|---:|")
+        for st in rep["stages"]:
+            print(f"| {st['stage']} | {st['docs_in']:,} | {sum(st['dropped'].values()):,} | "
+                  f"{r['stages'][st['stage']]:.1f} |")
+        (ce, ne), (cn, nn) = found["exact"], found["near"]
+        print(f"\ndedup removed {sum(dedup.get('dropped', {}).values()):,} ({dedup.get('dropped')}); known copies "
+              f"whose pair reached dedup: exact {ce:,}/{ne:,} caught, near {cn:,}/{nn:,} caught; other removals "
+              f"(the corpora's own duplicates) {found['other']:,}; dedup path: "
+              f"{'local decide() in the driver' if args.docs <= 200_000 else 'distributed passes'} (local_rows 200,000)")
+        if base is not None:
+            estimate_table([(f"{args.docs // 4:,} docs", base), (f"{args.docs:,} docs", r)], args.cpus)
+        if args.project_docs:
+            from datapipe.estimate import Target, estimate
+
+            est = estimate(rep, Target(docs=args.project_docs, cores_per_node=args.cpus),
+                           source=f"this {args.docs:,}-document run")
+            print(f"\nProjection for {args.project_docs:,} documents on this machine ({args.cpus} CPUs):\n")
+            print(est.text())
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def main() -> None:
@@ -118,6 +402,15 @@ def main() -> None:
     ap.add_argument("--base-mb", type=int, default=4)
     ap.add_argument("--factors", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument("--cpus", type=int, default=2)
+    ap.add_argument("--estimate", action="store_true",
+                    help="also print `datapipe estimate` from the first size's report beside each larger size "
+                         "(with --docs: from a run at a quarter of --docs, measured first)")
+    ap.add_argument("--docs", type=int, help="instead of the factors: one run of the full chain over this many "
+                                             "documents with known copies")
+    ap.add_argument("--exact", type=float, default=0.05, help="with --docs: share of exact copies")
+    ap.add_argument("--near", type=float, default=0.05, help="with --docs: share of near copies")
+    ap.add_argument("--project-docs", type=int, default=1_000_000,
+                    help="with --docs: print `datapipe estimate` for this many documents (0: none)")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     from bench import _smoke  # the repository is on sys.path (above)
 
@@ -125,34 +418,13 @@ def main() -> None:
     if args.measure:
         measure(args.measure)
         return
+    sys.path.insert(0, str(REPO))
     shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
-    rows = []
-    for factor in args.factors:
-        work = Path(tempfile.mkdtemp(prefix=f"dp-scale-{factor}x-"))
-        try:
-            build_corpus(shared, work / "data", args.base_mb * factor)
-            job = job_spec(work, args.cpus, shared)
-            env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-            env.update(DATAPIPE_PROGRESS="0", PYTHONPATH=str(REPO))
-            proc = subprocess.run([sys.executable, __file__, "--measure", str(job)], env=env, cwd=REPO,
-                                  capture_output=True, text=True)
-            if proc.returncode != 0:
-                sys.exit(proc.stdout[-2000:] + proc.stderr[-3000:])
-            rows.append((factor, json.loads(proc.stdout.strip().splitlines()[-1])))
-        finally:
-            shutil.rmtree(work, ignore_errors=True)
-    base = rows[0][1]
-    stages = list(base["stages"])
-    print(f"{args.cpus} CPUs, base corpus {args.base_mb} MB; ratios vs the {rows[0][0]}x run of this invocation; "
-          "CPU s: the driver and the Ray it started (work, not inflated by other jobs' load); load: 1-min "
-          "load average at the end; stage columns: busy seconds summed over workers (stages run fused per split)")
-    print("| input | docs | wall s | wall / base | CPU s | CPU / base | driver peak RSS MB | object store peak MB | "
-          "spilled MB | load | " + " | ".join(stages) + " |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|" + "---:|" * len(stages))
-    for factor, r in rows:
-        print(f"| {factor}x | {r['docs']} | {r['wall']:.1f} | {r['wall'] / base['wall']:.2f} | {r['cpu_s']:.0f} | "
-              f"{r['cpu_s'] / base['cpu_s']:.2f} | {r['rss_mb']:.0f} | {r['store_mb']:.1f} | {r['spilled_mb']:.0f} | "
-              f"{r['load']:.1f} | " + " | ".join(f"{r['stages'].get(s, 0):.1f}" for s in stages) + " |")
+    if args.docs:
+        docs_run(args, shared)
+    else:
+        factors_table(args, shared)
+
 
 if __name__ == "__main__":
     main()

@@ -48,10 +48,12 @@ def build_parser() -> argparse.ArgumentParser:
     v.add_argument("--output", help="override the spec's output folder")
     v.set_defaults(func=_cmd_validate)
 
+    from datapipe.estimate import add_cli as add_estimate_cli
     from datapipe.inspect_rejects import add_cli as add_inspect_cli
     from datapipe.plugins import add_plugin_cli
 
     add_inspect_cli(sub)
+    add_estimate_cli(sub)
     add_plugin_cli(sub)   # shards, tokenizer, quality, lm (stages); mix (trainer_bridge)
     return p
 

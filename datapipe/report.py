@@ -4,6 +4,7 @@ a run) and ``drops.png``, a picture of where documents were dropped."""
 from __future__ import annotations
 
 import json
+import resource
 import time
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,10 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
             "docs_changed": total.docs_changed,
             "changes": total.changes,
             "busy_seconds": round(seconds, 4),
+            # for `datapipe estimate`: seconds in the split tasks (a global stage's side())
+            # and a global stage's decide() on the driver (busy_seconds shows the latter alone)
+            "task_seconds": round(total.seconds - global_seconds.get(name, 0.0), 4),
+            "driver_seconds": round(global_seconds.get(name, 0.0), 4),
             "docs_per_second": round(total.docs_in / seconds, 1) if seconds > 0 else None,
             "per_source": per_source,
         }
@@ -76,6 +81,8 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
         "wall_seconds": round(wall_seconds, 2),
         "accounting_ok": not problems,
         "splits": splits or {},
+        "input": {"docs": stages[0]["docs_in"], "bytes": stages[0]["bytes_in"]} if stages else {},
+        "resources": run_resources(job),
         "problems": problems,
         "stages": stages,
         "totals": totals,
@@ -87,6 +94,24 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
     report["summary_text"] = summary_markdown(report)
     report["console_text"] = console_summary(report)
     return report
+
+
+def run_resources(job: JobSpec) -> dict[str, Any]:
+    """What the run had and used, for ``datapipe estimate``: ``cpus`` (the Ray cluster's
+    CPUs when Ray is up, else ``execution.num_cpus``), the driver's peak RSS and CPU
+    seconds (user + system) so far. Per-worker memory is not recorded here (the split
+    tasks do not measure it; ``bench/scale.py`` samples it from ``/proc``)."""
+    cpus = job.execution.num_cpus
+    try:
+        import ray
+
+        if ray.is_initialized():
+            cpus = int(ray.cluster_resources().get("CPU", 0)) or cpus
+    except Exception:  # noqa: BLE001 - resources are informative; the report must still be written
+        pass
+    use = resource.getrusage(resource.RUSAGE_SELF)
+    return {"cpus": cpus, "driver_peak_rss_bytes": use.ru_maxrss * 1024,
+            "driver_cpu_seconds": round(use.ru_utime + use.ru_stime, 2)}
 
 
 def drops_by(job: JobSpec, stages: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
