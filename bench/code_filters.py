@@ -261,7 +261,9 @@ def main() -> None:
                     help="npm tarball cache of bench/data/build_code_labels.py")
     ap.add_argument("--ds-files", type=int, default=300, help="files detect-secrets scans (it is slow)")
     ap.add_argument("--verbose", action="store_true", help="list every wrong decision")
-    ARGS = ap.parse_args()
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    ARGS = _smoke.parse(ap, {"repeat": 1, "ds_files": 5})
     SITE = Path(next(p for p in sys.path if p.endswith("site-packages")))
     labels = _load("build_code_labels")
     decisions(labels)

@@ -122,15 +122,20 @@ def main() -> None:
     ap.add_argument("--ngrams", type=int, default=1_000_000)
     ap.add_argument("--mb", type=float, default=40.0, help="MB of documents to scan")
     ap.add_argument("--batch", type=int, default=512)
-    args = ap.parse_args()
+    ap.add_argument("--planted", type=int, default=300, help="documents planted per kind of edit")
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    args = _smoke.parse(ap, {"ngrams": 20_000, "mb": 0.5, "planted": 20})
     shared = _shared()
     items, used_books = _eval_items(shared, args.ngrams)
     docs = _docs(shared, used_books, args.mb)
     rnd = random.Random(0)
+    if 3 * args.planted > len(docs):
+        ap.error(f"--planted {args.planted} needs {3 * args.planted} documents; --mb {args.mb} gives {len(docs)}")
     planted = {}
     planted_text = {}
     for kind, edit in (("verbatim", lambda s: s), ("case", _case_edit), ("punctuation", _punct_edit)):
-        for _ in range(300):
+        for _ in range(args.planted):
             j = rnd.randrange(len(docs))
             while j in planted:
                 j = rnd.randrange(len(docs))

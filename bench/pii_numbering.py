@@ -213,7 +213,12 @@ def build(shared: Path | None = None, *, seed: int = 27, per_cell: int = 2, ipv6
     return docs
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    from bench import _smoke  # the repository is on sys.path (above)
+
+    _smoke.parse(argparse.ArgumentParser(description=__doc__.split("\n\n")[0]), {}, argv)  # one size: seconds
     docs = build()
     by: dict[str, int] = {}
     for d in docs:

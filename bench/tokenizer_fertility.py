@@ -73,6 +73,13 @@ def build(out: Path, shared: Path, *, english_books: int = 6) -> dict[str, int]:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        raise SystemExit(__doc__)
-    print(json.dumps(build(Path(sys.argv[1]), shared_dir()), indent=1))
+    import argparse
+
+    import _smoke  # bench/ is sys.path[0] when this file runs as a script
+
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("out", nargs="?", help="folder for train.jsonl and eval.jsonl")
+    args = _smoke.parse(ap, {"out": "<tmp>"})
+    if not args.out:
+        ap.error("give the output folder")
+    print(json.dumps(build(Path(args.out), shared_dir()), indent=1))
