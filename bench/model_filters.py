@@ -212,8 +212,7 @@ def by_language(args: argparse.Namespace) -> int:
         for t, lg in zip(texts, langs):
             if lg in lms:
                 lm, norm = lms[lg]
-                total = sum(lm.score(line) for line in norm.lines(t))
-                del total
+                sum(lm.score(line) for line in norm.lines(t))
 
     cases = {"quality: stage": lambda: [qstage.process(b) for b in batches], "quality: loop": ft_loop,
              "perplexity: stage": lambda: [pstage.process(b) for b in batches], "perplexity: loop": lm_loop}
