@@ -29,8 +29,8 @@ class DedupConfig(StageConfig):
     digits: bool = True
     whitespace: bool = True
     nfkc: bool = False
-    # shingles
-    shingle: Literal["word", "char"] = "word"
+    # shingles (code: ``shingle: token`` with lowercase/punctuation/digits off, see docs/code.md)
+    shingle: Literal["word", "token", "char"] = "word"
     ngram: int = 5
     # MinHash (datasketch-compatible)
     num_perm: int = 128

@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 log = logging.getLogger(__name__)
 
 Scheme = Literal["affine32", "legacy"]
-ShingleKind = Literal["word", "char"]
+ShingleKind = Literal["word", "token", "char"]
 
 _MERSENNE = np.uint64((1 << 61) - 1)
 _MAX32 = np.uint64((1 << 32) - 1)
@@ -54,12 +54,24 @@ class Normalisation:
 
 @dataclass(kw_only=True, frozen=True)
 class Shingling:
+    """``word``: whitespace-separated words (prose); ``token``: code tokens, each run of
+    letters/digits/underscore and each punctuation or symbol character its own token
+    (``x+=1`` is ``x + = 1``), so code that differs only in spacing or layout has the same
+    shingles; ``char``: code points."""
+
     kind: ShingleKind = "word"
     n: int = 5
 
+    @property
+    def words(self) -> bool:
+        """Shingles are runs of whitespace-separated tokens (``word`` and ``token``)."""
+        return self.kind != "char"
 
-def normalise(texts: pa.Array | pa.ChunkedArray, norm: Normalisation, *, for_words: bool) -> pa.Array:
-    """Normalised copy of a string array (nulls become empty strings)."""
+
+def normalise(texts: pa.Array | pa.ChunkedArray, norm: Normalisation, *, for_words: bool,
+              symbols: bool = False) -> pa.Array:
+    """Normalised copy of a string array (nulls become empty strings). ``symbols``: every
+    punctuation or symbol character left becomes a token of its own (``token`` shingles)."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks() if texts.num_chunks != 1 else texts.chunk(0)
     t = pc.fill_null(texts.cast(pa.large_string()), "")
@@ -71,6 +83,8 @@ def normalise(texts: pa.Array | pa.ChunkedArray, norm: Normalisation, *, for_wor
         t = pc.replace_substring_regex(t, r"[\pP\pS]+", "")
     if norm.digits:
         t = pc.replace_substring_regex(t, r"\p{Nd}", "0")
+    if symbols:
+        t = pc.replace_substring_regex(t, r"([\p{Po}\p{Ps}\p{Pe}\p{Pd}\p{Pi}\p{Pf}\pS])", r" \1 ")
     if norm.whitespace or for_words:
         t = pc.replace_substring_regex(t, r"[\s\p{Z}\x{85}\x{1c}-\x{1f}]+", " ")
         t = pc.utf8_trim(t, " ")
@@ -102,7 +116,7 @@ def shingle_spans(norm_texts: pa.Array, shingling: Shingling) -> tuple[memoryvie
     lo, hi = int(offsets[0]), int(offsets[-1])
     nonempty = offsets[1:] > offsets[:-1]
     seg = data[lo:hi]
-    if shingling.kind == "word":
+    if shingling.words:
         # normalised text: single spaces between tokens, none at either end
         sp = np.flatnonzero(seg == 0x20).astype(np.int64) + lo
         tok_start = np.sort(np.concatenate([offsets[:-1][nonempty], sp + 1]))
@@ -246,7 +260,7 @@ def batch_signatures(texts: pa.Array | pa.ChunkedArray, *, norm: Normalisation, 
     """Signatures, exact hashes and (optionally) shingle sets of a batch of texts."""
     import xxhash
 
-    normed = normalise(texts, norm, for_words=shingling.kind == "word")
+    normed = normalise(texts, norm, for_words=shingling.words, symbols=shingling.kind == "token")
     buf, starts, ends, ptr = shingle_spans(normed, shingling)
     hv = sha1_hash32(buf, starts, ends)
     sig = min_by_document(hv, ptr, a, b, scheme)
@@ -263,9 +277,10 @@ def shingles(text: str, *, norm: Normalisation = Normalisation(), shingling: Shi
     """The shingles of one document, as bytes to feed ``datasketch.MinHash.update``.
 
     The reference, per-document form of what :func:`batch_signatures` hashes."""
-    normed = normalise(pa.array([text], pa.large_string()), norm, for_words=shingling.kind == "word")[0].as_py()
+    normed = normalise(pa.array([text], pa.large_string()), norm, for_words=shingling.words,
+                       symbols=shingling.kind == "token")[0].as_py()
     n = shingling.n
-    if shingling.kind == "word":
+    if shingling.words:
         toks = normed.split(" ") if normed else []
         if not toks:
             return []

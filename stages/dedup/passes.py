@@ -101,7 +101,7 @@ def side_batch(batch: pa.Table, *, params: dict[str, Any]) -> pa.Table:
         else:
             out["sh"] = pa.nulls(n, pa.list_(pa.uint32()))
     else:  # exact only: no shingles needed
-        normed = normalise(texts, norm, for_words=shingling.kind == "word")
+        normed = normalise(texts, norm, for_words=shingling.words, symbols=shingling.kind == "token")
         ok = pc.greater(pc.binary_length(normed), 0).to_numpy(zero_copy_only=False)
         h = xxhash.xxh3_128_digest
         out["exact"] = pa.array([h(s.encode("utf-8")) if k else None for s, k in zip(normed.to_pylist(), ok)],

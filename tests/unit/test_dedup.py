@@ -384,3 +384,49 @@ def test_index_built_with_other_parameters_is_refused(tmp_path):
         _open_index(str(tmp_path), DedupConfig())
     with pytest.raises(SpecError, match="not a dedup index"):
         _open_index(str(tmp_path / "nothing"), DedupConfig())
+
+
+CODE_NORM = Normalisation(lowercase=False, punctuation=False, digits=False)   # the code settings (docs/code.md)
+
+
+def _stdlib_code() -> list[str]:
+    import json as _json
+    import sysconfig
+    from pathlib import Path
+
+    lib = Path(sysconfig.get_paths()["stdlib"])
+    files = [lib / "json" / n for n in ("encoder.py", "decoder.py", "scanner.py")] + [Path(_json.__file__)]
+    return [f.read_text(encoding="utf-8") for f in files]
+
+
+def test_token_shingles_equal_datasketch_on_real_code():
+    docs = _stdlib_code()
+    sh = Shingling(kind="token", n=5)
+    a, b = permutations(128, 1)
+    bs = batch_signatures(pa.array(docs), norm=CODE_NORM, shingling=sh, a=a, b=b)
+    for i, doc in enumerate(docs):
+        ref = MinHash(num_perm=128, seed=1)
+        for s in shingles(doc, norm=CODE_NORM, shingling=sh):
+            ref.update(s)
+        assert np.array_equal(ref.hashvalues.astype(np.uint64), bs.sig[i].astype(np.uint64))
+    assert shingles("x+=foo_bar(1)", norm=CODE_NORM, shingling=Shingling(kind="token", n=3)) == [
+        b"x + =", b"+ = foo_bar", b"= foo_bar (", b"foo_bar ( 1", b"( 1 )"]
+
+
+def test_token_shingles_see_through_reformatted_code():
+    """A real module and the same code with its spacing around operators and commas
+    changed (what a formatter or a fork's style does) are near-duplicates under token
+    shingles at the code threshold (0.8) and not under word shingles; another module is
+    not a near-duplicate of it under either."""
+    enc, dec = _stdlib_code()[:2]
+    reformatted = enc.replace(" = ", "=").replace(", ", ",").replace(" == ", "==").replace("(self,", "( self ,")
+
+    def jaccard(x: str, y: str, kind: str) -> float:
+        sx = set(shingles(x, norm=CODE_NORM, shingling=Shingling(kind=kind, n=5)))
+        sy = set(shingles(y, norm=CODE_NORM, shingling=Shingling(kind=kind, n=5)))
+        return len(sx & sy) / len(sx | sy)
+
+    assert reformatted != enc
+    assert jaccard(enc, reformatted, "token") == 1.0
+    assert jaccard(enc, reformatted, "word") < 0.8
+    assert jaccard(enc, dec, "token") < 0.3
