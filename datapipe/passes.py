@@ -15,10 +15,15 @@ store with the spec's ``storage:`` options, never the worker's environment.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 import math
 import time
-from typing import Any, Callable
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -115,3 +120,306 @@ class PassRunner:
         """Partitions for a shuffle of ``rows`` rows: at most ``cap`` rows each (memory),
         and spread over ``cpus`` while partitions keep at least ``min_rows`` rows."""
         return max(1, math.ceil(rows / cap), min(cpus, rows // min_rows))
+
+
+# -- declared passes ----------------------------------------------------------------
+
+#: the input name of a global stage's side files (each row carries ``_split``, ``_row``)
+SIDE = "side"
+#: the column :class:`Hash` routes rows by (dropped before the pass's function sees them)
+PART = "_part"
+#: the column :class:`Parts` appends: the position of the row's input file
+INPUT = "_input"
+
+
+@dataclass(kw_only=True, frozen=True)
+class Hash:
+    """Rows routed by a hash of ``column`` into ``parts`` partitions (xxh3-64 of a string
+    or binary value, the value itself for an integer; nulls go to part 0), each partition
+    handed whole to the pass's function: every row sharing a value meets in one call.
+    One part runs as a single task, more use Ray Data's hash shuffle."""
+
+    column: str
+    parts: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.column:
+            raise ValueError("Hash.column is empty; name the column the rows are partitioned by")
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Hash.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Parts:
+    """The inputs already carry their part (``column``, 0..parts-1, one row group per part,
+    as a task wrote them): one task per part reads that part of every input file (row
+    groups filtered by their statistics; no shuffle) and hands it, with ``_input`` (the
+    file's position among the inputs), to the pass's function. One part runs on the
+    driver, without a task's start-up."""
+
+    column: str
+    parts: int
+
+    def __post_init__(self) -> None:
+        if not self.column:
+            raise ValueError("Parts.column is empty; name the column that holds each row's part")
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Parts.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Blocks:
+    """The pass's function runs on each block of the inputs as it is read (a map: no row
+    needs another)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Output:
+    """What a pass writes: rows of ``schema`` (it also stands in when there are none).
+    With ``sort_by``, the rows (a small result, such as decisions) are gathered on the
+    driver, sorted and written as one file; without, each block is written as it comes."""
+
+    schema: pa.Schema
+    sort_by: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        missing = [c for c in self.sort_by if c not in self.schema.names]
+        if missing:
+            raise ValueError(f"Output.sort_by names {missing}, not in the schema {self.schema.names}; "
+                             "sort by the output's own columns")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Pass:
+    """One pass of a global stage, as data: it reads ``inputs`` (``SIDE``, another input
+    the executor was given by name, or the name of an earlier pass), partitions their rows
+    (``partitioning``), calls ``fn(table, **params)`` on each partition and writes
+    ``output``. ``columns``: the input columns read (None: all). ``params`` are the
+    function's keyword arguments and, with the inputs' contents, the pass's resume key, so
+    they must be JSON values; ``fn`` is a module-level function (Ray ships it)."""
+
+    name: str
+    inputs: tuple[str, ...]
+    fn: Callable[..., pa.Table]
+    partitioning: Hash | Parts | Blocks
+    output: Output
+    params: Mapping[str, Any] = field(default_factory=dict)
+    columns: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"Pass.name={self.name!r}; use a non-empty name without '/'")
+        if not self.inputs:
+            raise ValueError(f"pass {self.name!r} has no inputs; name SIDE or an earlier pass")
+        try:
+            json.dumps(dict(self.params), sort_keys=True)
+        except TypeError as e:
+            raise ValueError(f"pass {self.name!r}: params must be JSON values (they key its resume): {e}") from None
+
+
+@dataclass(kw_only=True, frozen=True)
+class Artifact:
+    """A committed pass: its folder of Parquet files, rows, resume key, and whether this
+    run reused it."""
+
+    uri: str
+    rows: int
+    key: str
+    reused: bool
+
+
+def _fn_name(fn: Callable) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _route(batch: pa.Table, *, column: str, parts: int) -> pa.Table:
+    """``batch`` with ``_part`` (see :class:`Hash`) in front."""
+    import numpy as np
+    import xxhash
+
+    col = batch.column(column)
+    if parts == 1:
+        part = np.zeros(batch.num_rows, np.int64)
+    elif pa.types.is_integer(col.type):
+        part = (col.fill_null(0).to_numpy().astype(np.int64) % parts).astype(np.int64)
+    else:
+        h = xxhash.xxh3_64_intdigest
+        vals = col.to_pylist()
+        part = np.fromiter((0 if v is None else h(v.encode("utf-8") if isinstance(v, str) else bytes(v)) % parts
+                            for v in vals), dtype=np.int64, count=len(vals))
+    return batch.add_column(0, PART, pa.array(part))
+
+
+def _call_group(group: pa.Table, *, fn: Callable[..., pa.Table], params: dict[str, Any], schema: pa.Schema
+                ) -> pa.Table:
+    if PART in group.column_names:
+        group = group.drop_columns([PART])
+    return _conform(fn(group, **params), schema)
+
+
+def _call_block(batch: pa.Table, *, fn: Callable[..., pa.Table], params: dict[str, Any], schema: pa.Schema
+                ) -> pa.Table:
+    return _conform(fn(batch, **params), schema)
+
+
+def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    return t if t.schema.equals(schema) else t.select(schema.names).cast(schema)
+
+
+def _read_part(files: Sequence[str], part: int, column: str, columns: Sequence[str] | None,
+               storage: fs.StorageOptions | None) -> pa.Table | None:
+    """Part ``part`` of every file, with ``_input``; None when no file holds a row of it."""
+    import numpy as np
+
+    tables = []
+    for i, uri in enumerate(files):
+        fsys, path = fs.resolve(uri, storage)
+        t = pq.read_table(path, filesystem=fsys, filters=[(column, "=", part)],
+                          columns=list(columns) if columns is not None else None)
+        if t.num_rows:
+            tables.append(t.append_column(INPUT, pa.array(np.full(t.num_rows, i, np.int64))))
+    return pa.concat_tables(tables) if tables else None
+
+
+def _part_task(batch: pa.Table, *, files: list[str], column: str, columns: list[str] | None,
+               storage: fs.StorageOptions | None, fn: Callable[..., pa.Table], params: dict[str, Any],
+               schema: pa.Schema) -> pa.Table:
+    out = []
+    for p in batch.column("part").to_pylist():
+        t = _read_part(files, p, column, columns, storage)
+        if t is not None:
+            out.append(_conform(fn(t, **params), schema))
+    return pa.concat_tables(out) if out else schema.empty_table()
+
+
+class PassExecutor:
+    """Runs a global stage's declared :class:`Pass` list on Ray Data and owns their work
+    files under ``root``: each pass's artifact is ``<root>/<name>-<key>/`` (written under a
+    staging name, published whole, then committed by ``<name>-<key>.done``), where ``key``
+    hashes the pass's declaration (function, partitioning, output, params) and its inputs'
+    contents (an input file's sha256, an earlier pass's key), so a restarted job reuses a
+    committed pass instead of running it again. Each pass's :func:`timing` (with
+    ``reused``) is appended to ``timings``. ``inputs``: the named file lists a pass may read
+    (a global stage's side files under :data:`SIDE`)."""
+
+    def __init__(self, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
+                 timings: list[dict[str, Any]] | None = None, max_retries: int = 3) -> None:
+        self.root, self.storage, self.max_retries = root, storage, max_retries
+        self.inputs = {name: [f for uri in uris for f in parquet_files(uri, storage)] for name, uris in inputs.items()}
+        self.timings = timings if timings is not None else []
+        self._input_keys: dict[str, str] = {}
+
+    def run(self, plan: Sequence[Pass]) -> dict[str, Artifact]:
+        """Every pass in order (an input names a given input or an earlier pass); returns
+        each pass's :class:`Artifact` by name."""
+        done: dict[str, Artifact] = {}
+        for p in plan:
+            unknown = [i for i in p.inputs if i not in done and i not in self.inputs]
+            if unknown:
+                raise ValueError(f"pass {p.name!r} reads {unknown}: neither an input ({sorted(self.inputs)}) "
+                                 f"nor an earlier pass ({sorted(done)}); order the passes so inputs come first")
+            if p.name in done:
+                raise ValueError(f"two passes are named {p.name!r}; give each pass its own name")
+            done[p.name] = self._one(p, done)
+        return done
+
+    # -- one pass -----------------------------------------------------------------
+    def _input_key(self, name: str) -> str:
+        if name not in self._input_keys:
+            h = hashlib.sha256()
+            for f in self.inputs[name]:   # in order: a Parts pass sees each file's position
+                h.update(fs.sha256(f, self.storage).encode())
+            self._input_keys[name] = h.hexdigest()
+        return self._input_keys[name]
+
+    def key(self, p: Pass, done: Mapping[str, Artifact]) -> str:
+        """The pass's resume key: its declaration and its inputs' contents."""
+        h = hashlib.sha256()
+        decl = {"name": p.name, "fn": _fn_name(p.fn), "partitioning": type(p.partitioning).__name__,
+                "how": dataclasses.asdict(p.partitioning), "schema": p.output.schema.to_string(),
+                "sort_by": list(p.output.sort_by), "params": dict(p.params),
+                "columns": list(p.columns) if p.columns is not None else None,
+                "inputs": [done[i].key if i in done else self._input_key(i) for i in p.inputs]}
+        h.update(json.dumps(decl, sort_keys=True).encode())
+        return h.hexdigest()[:24]
+
+    def _files(self, p: Pass, done: Mapping[str, Artifact]) -> list[str]:
+        return [f for i in p.inputs for f in (parquet_files(done[i].uri, self.storage) if i in done
+                                              else self.inputs[i])]
+
+    def _one(self, p: Pass, done: Mapping[str, Artifact]) -> Artifact:
+        key = self.key(p, done)
+        out = fs.join(self.root, f"{p.name}-{key}")
+        marker = out + ".done"
+        t0 = time.perf_counter()
+        if fs.is_file(marker, self.storage):
+            rows = int(json.loads(fs.read_text(marker, self.storage))["rows"])
+            self.timings.append({**timing(p.name, t0, rows), "reused": True})
+            log.info("pass %s: reusing %s (%d rows)", p.name, out, rows)
+            return Artifact(uri=out, rows=rows, key=key, reused=True)
+        tmp = out + ".staging"
+        for stale in (out, tmp):
+            fs.Location(stale, self.storage).delete()
+        fs.makedirs(tmp, self.storage)
+        result = self._compute(p, self._files(p, done))
+        if p.output.sort_by or isinstance(result, pa.Table):
+            table = result if isinstance(result, pa.Table) else _gather(result, p.output.schema)
+            if p.output.sort_by:
+                table = table.sort_by([(c, "ascending") for c in p.output.sort_by])
+            with fs.AtomicFile(fs.join(tmp, "part-00000.parquet"), self.storage) as f:
+                pq.write_table(table, f)
+        else:
+            fsys, path = fs.resolve(tmp, self.storage)
+            result.write_parquet(path, filesystem=fsys)
+        publish_dir(tmp, out, self.storage)
+        rows = count_rows(out, self.storage)
+        fs.write_text(marker, json.dumps({"rows": rows}), self.storage)   # the commit
+        self.timings.append({**timing(p.name, t0, rows), "reused": False})
+        log.info("pass %s: %d rows in %.1f s", p.name, rows, time.perf_counter() - t0)
+        return Artifact(uri=out, rows=rows, key=key, reused=False)
+
+    def _compute(self, p: Pass, files: list[str]) -> Any:
+        """The pass's result: a Ray dataset, or a table when it ran on the driver."""
+        how, schema, params = p.partitioning, p.output.schema, dict(p.params)
+        if isinstance(how, Parts):
+            if how.parts == 1:   # here, without a task's start-up
+                t = _read_part(files, 0, how.column, p.columns, self.storage)
+                return _conform(p.fn(t, **params), schema) if t is not None else schema.empty_table()
+            import ray
+
+            ds = ray.data.from_items([{"part": i} for i in range(how.parts)], override_num_blocks=how.parts)
+            kw = {"files": files, "column": how.column, "columns": list(p.columns) if p.columns is not None else None,
+                  "storage": self.storage, "fn": p.fn, "params": params, "schema": schema}
+            with warnings.catch_warnings():   # retries only through ray_remote_args in Ray 2.60
+                warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+                return ds.map_batches(_part_task, fn_kwargs=kw, batch_size=1, batch_format="pyarrow", num_cpus=1,
+                                      max_retries=self.max_retries)
+        if not files:
+            return schema.empty_table()
+        ds = PassRunner(self.root, self.storage, []).read(files, list(p.columns) if p.columns is not None else None)
+        kw = {"fn": p.fn, "params": params, "schema": schema}
+        if isinstance(how, Blocks):
+            return ds.map_batches(_call_block, fn_kwargs=kw, batch_format="pyarrow")
+        ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
+        return PassRunner.group(ds, how.parts, _call_group, **kw)
+
+
+def _gather(ds: Any, schema: pa.Schema) -> pa.Table:
+    tables = [t for t in ds.iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
+    return pa.concat_tables([_conform(t, schema) for t in tables]) if tables else schema.empty_table()
+
+
+def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3) -> str | None:
+    """A global stage that declares its passes (:meth:`~datapipe.stage.GlobalStage.passes`):
+    the executor runs them over the side files under ``ctx.work_dir``; the last pass's
+    output is the decisions (None when it has no row). The report gets ``removed`` (its
+    rows) and ``passes`` (each pass's timing)."""
+    plan = list(stage.passes(ctx))
+    if not plan:
+        raise ValueError(f"global stage {stage.name!r} declares no passes; return at least the decisions pass")
+    timings: list[dict[str, Any]] = []
+    arts = PassExecutor(ctx.work_dir, ctx.storage, inputs={SIDE: side}, timings=timings,
+                        max_retries=max_retries).run(plan)
+    last = arts[plan[-1].name]
+    ctx.report.update({"removed": last.rows, "passes": timings})
+    return last.uri if last.rows else None

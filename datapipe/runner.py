@@ -48,6 +48,7 @@ import pyarrow as pa
 from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import FULL_DISK, ConflictError, JobError, user_error
+from datapipe.passes import run_declared
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
@@ -181,7 +182,10 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
-    return st.make().decide(side, ctx), ctx.report
+    stage = st.make()
+    if stage.declares_passes():   # the engine's executor runs the declared passes
+        return run_declared(stage, side, ctx, max_retries=job.execution.max_retries), ctx.report
+    return stage.decide(side, ctx), ctx.report
 
 
 def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
