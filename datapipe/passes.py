@@ -305,7 +305,8 @@ class PassExecutor:
     def __init__(self, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
                  timings: list[dict[str, Any]] | None = None, max_retries: int = 3) -> None:
         self.root, self.storage, self.max_retries = root, storage, max_retries
-        self.inputs = {name: [f for uri in uris for f in parquet_files(uri, storage)] for name, uris in inputs.items()}
+        self.inputs = {name: [f for uri in uris for f in _input_files(name, uri, storage)]
+                       for name, uris in inputs.items()}
         self.timings = timings if timings is not None else []
         self._input_keys: dict[str, str] = {}
 
@@ -402,6 +403,13 @@ class PassExecutor:
             return ds.map_batches(_call_block, fn_kwargs=kw, batch_format="pyarrow")
         ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
         return PassRunner.group(ds, how.parts, _call_group, **kw)
+
+
+def _input_files(name: str, uri: str, storage: fs.StorageOptions | None) -> list[str]:
+    files = parquet_files(uri, storage)
+    if not files:   # a Parts pass numbers the files: a missing one would shift the others
+        raise AssertionError(f"pass input {name!r}: no Parquet file at {uri}")
+    return files
 
 
 def _gather(ds: Any, schema: pa.Schema) -> pa.Table:

@@ -401,8 +401,8 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     """Phase 0's records once every id is unique across splits: the splits holding
     extra copies of an id first read in an earlier split are run again with those
     copies marked ``read:duplicate_id`` where they enter (:mod:`datapipe.unique_ids`)."""
-    files = [(i, r["key"], r["ids"]) for i, r in enumerate(recs) if r.get("ids")]
-    uri, keys = find_duplicates(files, env.id_parts, env.work("ids", "duplicates.parquet"),
+    files = [(r["key"], r["ids"]) for r in recs if r.get("ids")]
+    uri, keys = find_duplicates(files, env.id_parts, env.work("ids", "check"),
                                 max_retries=plan.job.execution.max_retries, storage=env.storage)
     if uri is None:
         return recs
