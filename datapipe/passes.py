@@ -174,16 +174,64 @@ class Blocks:
 
 
 @dataclass(kw_only=True, frozen=True)
+class Routed:
+    """The inputs' maps put each row's partition (0..parts-1) in ``_part`` themselves (a
+    stage-specific routing, such as by a band bucket or an exploded list); each partition
+    is handed whole to the pass's function, as with :class:`Hash`."""
+
+    parts: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Routed.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Ref:
+    """A param naming an earlier pass: the function gets that pass's artifact URI; the
+    resume key gets that pass's key."""
+
+    name: str
+
+
+class _Storage:
+    """The :data:`STORAGE` param (a singleton)."""
+
+    def __repr__(self) -> str:
+        return "STORAGE"
+
+
+#: a param the function gets as the job's :class:`datapipe.fs.StorageOptions` (not in the key)
+STORAGE = _Storage()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Input:
+    """One input of a pass: ``name`` (an input given to the executor, or an earlier pass),
+    the ``columns`` read (None: all), and ``maps``, ``(fn, params)`` steps applied to each
+    block as it is read (before partitioning; params as for :class:`Pass`)."""
+
+    name: str
+    columns: tuple[str, ...] | None = None
+    maps: tuple[tuple[Callable[..., pa.Table], Mapping[str, Any]], ...] = ()
+
+
+@dataclass(kw_only=True, frozen=True)
 class Output:
     """What a pass writes: rows of ``schema`` (it also stands in when there are none).
     With ``sort_by``, the rows (a small result, such as decisions) are gathered on the
     driver, sorted and written as one file; without, each block is written as it comes."""
 
-    schema: pa.Schema
+    schema: pa.Schema | None = None
     sort_by: tuple[str, ...] = ()
+    partition_cols: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        missing = [c for c in self.sort_by if c not in self.schema.names]
+        if self.sort_by and self.schema is None:
+            raise ValueError("Output.sort_by needs Output.schema (it stands in when there are no rows)")
+        if self.sort_by and self.partition_cols:
+            raise ValueError("Output: sort_by (one file) and partition_cols (folders) exclude each other")
+        missing = [c for c in self.sort_by if c not in self.schema.names] if self.sort_by else []
         if missing:
             raise ValueError(f"Output.sort_by names {missing}, not in the schema {self.schema.names}; "
                              "sort by the output's own columns")
@@ -199,9 +247,9 @@ class Pass:
     they must be JSON values; ``fn`` is a module-level function (Ray ships it)."""
 
     name: str
-    inputs: tuple[str, ...]
+    inputs: tuple[str | Input, ...]
     fn: Callable[..., pa.Table]
-    partitioning: Hash | Parts | Blocks
+    partitioning: Hash | Routed | Parts | Blocks
     output: Output
     params: Mapping[str, Any] = field(default_factory=dict)
     columns: tuple[str, ...] | None = None
@@ -211,10 +259,16 @@ class Pass:
             raise ValueError(f"Pass.name={self.name!r}; use a non-empty name without '/'")
         if not self.inputs:
             raise ValueError(f"pass {self.name!r} has no inputs; name SIDE or an earlier pass")
-        try:
-            json.dumps(dict(self.params), sort_keys=True)
-        except TypeError as e:
-            raise ValueError(f"pass {self.name!r}: params must be JSON values (they key its resume): {e}") from None
+        ins = tuple(i if isinstance(i, Input) else Input(name=i, columns=self.columns) for i in self.inputs)
+        object.__setattr__(self, "inputs", ins)
+        if isinstance(self.partitioning, Parts) and any(i.maps for i in ins):
+            raise ValueError(f"pass {self.name!r}: a Parts pass reads its parts as written; it takes no maps")
+        for params in [self.params, *(kw for i in ins for _, kw in i.maps)]:
+            try:
+                json.dumps(_key_params(params, {}), sort_keys=True)
+            except TypeError as e:
+                raise ValueError(f"pass {self.name!r}: params must be JSON values, Ref or STORAGE "
+                                 f"(they key its resume): {e}") from None
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -226,6 +280,23 @@ class Artifact:
     rows: int
     key: str
     reused: bool
+
+
+def _key_params(params: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+    """``params`` as they enter a resume key: a :class:`Ref` as the pass's key."""
+    return {k: ({"$ref": keys.get(v.name, v.name)} if isinstance(v, Ref) else "$storage" if v is STORAGE else v)
+            for k, v in params.items()}
+
+
+def _bind(params: Mapping[str, Any], uris: Mapping[str, str], storage: fs.StorageOptions | None) -> dict[str, Any]:
+    """``params`` as the function gets them: a :class:`Ref` as the artifact's URI."""
+    return {k: (uris[v.name] if isinstance(v, Ref) else storage if v is STORAGE else v) for k, v in params.items()}
+
+
+def _maps(batch: pa.Table, *, steps: list[tuple[Callable[..., pa.Table], dict[str, Any]]]) -> pa.Table:
+    for fn, kw in steps:
+        batch = fn(batch, **kw)
+    return batch
 
 
 def _fn_name(fn: Callable) -> str:
@@ -262,8 +333,8 @@ def _call_block(batch: pa.Table, *, fn: Callable[..., pa.Table], params: dict[st
     return _conform(fn(batch, **params), schema)
 
 
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    return t if t.schema.equals(schema) else t.select(schema.names).cast(schema)
+def _conform(t: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    return t if schema is None or t.schema.equals(schema) else t.select(schema.names).cast(schema)
 
 
 def _read_part(files: Sequence[str], part: int, column: str, columns: Sequence[str] | None,
@@ -293,39 +364,60 @@ def _part_task(batch: pa.Table, *, files: list[str], column: str, columns: list[
 
 
 class PassExecutor:
-    """Runs a global stage's declared :class:`Pass` list on Ray Data and owns their work
-    files under ``root``: each pass's artifact is ``<root>/<name>-<key>/`` (written under a
-    staging name, published whole, then committed by ``<name>-<key>.done``), where ``key``
-    hashes the pass's declaration (function, partitioning, output, params) and its inputs'
-    contents (an input file's sha256, an earlier pass's key), so a restarted job reuses a
-    committed pass instead of running it again. Each pass's :func:`timing` (with
-    ``reused``) is appended to ``timings``. ``inputs``: the named file lists a pass may read
-    (a global stage's side files under :data:`SIDE`)."""
+    """Runs a global stage's declared :class:`Pass` list and owns their work files under
+    ``root``: each pass's artifact is ``<root>/<name>-<key>/`` (written under a staging
+    name, published whole, then committed by ``<name>-<key>.done``), where ``key`` hashes
+    the pass's declaration (function, partitioning, output, params, maps) and its inputs'
+    contents (an input file's sha256, an earlier pass's key; ``salt``: what else the
+    functions' behaviour depends on, such as a format version), so a restarted job reuses
+    a committed pass instead of running it again. Each pass's :func:`timing` (with
+    ``reused``) is appended to ``timings``. ``inputs``: the named file lists a pass may
+    read (a global stage's side files under :data:`SIDE`); ``input_keys``: a key standing
+    for an input's contents where hashing them would cost too much (an immutable index).
+    ``local``: every pass runs in this process on Arrow tables (small inputs: no Ray Data
+    start-up), with the same functions, keys and files. :meth:`run` may be called again
+    with passes that read earlier ones (a chain whose shape depends on row counts)."""
 
     def __init__(self, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
-                 timings: list[dict[str, Any]] | None = None, max_retries: int = 3) -> None:
-        self.root, self.storage, self.max_retries = root, storage, max_retries
+                 timings: list[dict[str, Any]] | None = None, max_retries: int = 3, local: bool = False,
+                 salt: str = "", input_keys: Mapping[str, str] | None = None) -> None:
+        self.root, self.storage, self.max_retries, self.local, self.salt = root, storage, max_retries, local, salt
         self.inputs = {name: [f for uri in uris for f in _input_files(name, uri, storage)]
                        for name, uris in inputs.items()}
         self.timings = timings if timings is not None else []
-        self._input_keys: dict[str, str] = {}
+        self._input_keys: dict[str, str] = dict(input_keys or {})
+        self.done: dict[str, Artifact] = {}
 
     def run(self, plan: Sequence[Pass]) -> dict[str, Artifact]:
-        """Every pass in order (an input names a given input or an earlier pass); returns
-        each pass's :class:`Artifact` by name."""
-        done: dict[str, Artifact] = {}
+        """Every pass in order (an input names a given input or an earlier pass, of this
+        call or an earlier one); returns each pass's :class:`Artifact` by name."""
+        out: dict[str, Artifact] = {}
         for p in plan:
-            unknown = [i for i in p.inputs if i not in done and i not in self.inputs]
+            unknown = [i.name for i in p.inputs if i.name not in self.done and i.name not in self.inputs]
+            unknown += [v.name for v in self._refs(p) if v.name not in self.done]
             if unknown:
                 raise ValueError(f"pass {p.name!r} reads {unknown}: neither an input ({sorted(self.inputs)}) "
-                                 f"nor an earlier pass ({sorted(done)}); order the passes so inputs come first")
-            if p.name in done:
+                                 f"nor an earlier pass ({sorted(self.done)}); order the passes so inputs come first")
+            if p.name in out:
                 raise ValueError(f"two passes are named {p.name!r}; give each pass its own name")
-            done[p.name] = self._one(p, done)
-        return done
+            out[p.name] = self.done[p.name] = self._one(p)
+        return out
+
+    def discard(self, name: str) -> None:
+        """Delete an earlier pass's artifact (and its commit) once nothing reads it."""
+        art = self.done.pop(name)
+        fs.Location(art.uri + ".done", self.storage).delete()
+        fs.Location(art.uri, self.storage).delete()
 
     # -- one pass -----------------------------------------------------------------
+    @staticmethod
+    def _refs(p: Pass) -> list[Ref]:
+        return [v for params in [p.params, *(kw for i in p.inputs for _, kw in i.maps)]
+                for v in params.values() if isinstance(v, Ref)]
+
     def _input_key(self, name: str) -> str:
+        if name in self.done:
+            return self.done[name].key
         if name not in self._input_keys:
             h = hashlib.sha256()
             for f in self.inputs[name]:   # in order: a Parts pass sees each file's position
@@ -333,23 +425,23 @@ class PassExecutor:
             self._input_keys[name] = h.hexdigest()
         return self._input_keys[name]
 
-    def key(self, p: Pass, done: Mapping[str, Artifact]) -> str:
+    def key(self, p: Pass) -> str:
         """The pass's resume key: its declaration and its inputs' contents."""
-        h = hashlib.sha256()
+        keys = {name: art.key for name, art in self.done.items()}
         decl = {"name": p.name, "fn": _fn_name(p.fn), "partitioning": type(p.partitioning).__name__,
-                "how": dataclasses.asdict(p.partitioning), "schema": p.output.schema.to_string(),
-                "sort_by": list(p.output.sort_by), "params": dict(p.params),
-                "columns": list(p.columns) if p.columns is not None else None,
-                "inputs": [done[i].key if i in done else self._input_key(i) for i in p.inputs]}
-        h.update(json.dumps(decl, sort_keys=True).encode())
-        return h.hexdigest()[:24]
+                "how": dataclasses.asdict(p.partitioning), "salt": self.salt,
+                "schema": p.output.schema.to_string() if p.output.schema is not None else None,
+                "sort_by": list(p.output.sort_by), "partition_cols": list(p.output.partition_cols),
+                "params": _key_params(p.params, keys),
+                "inputs": [{"key": self._input_key(i.name), "columns": list(i.columns) if i.columns else None,
+                            "maps": [[_fn_name(fn), _key_params(kw, keys)] for fn, kw in i.maps]} for i in p.inputs]}
+        return hashlib.sha256(json.dumps(decl, sort_keys=True).encode()).hexdigest()[:24]
 
-    def _files(self, p: Pass, done: Mapping[str, Artifact]) -> list[str]:
-        return [f for i in p.inputs for f in (parquet_files(done[i].uri, self.storage) if i in done
-                                              else self.inputs[i])]
+    def _files(self, name: str) -> list[str]:
+        return parquet_files(self.done[name].uri, self.storage) if name in self.done else self.inputs[name]
 
-    def _one(self, p: Pass, done: Mapping[str, Artifact]) -> Artifact:
-        key = self.key(p, done)
+    def _one(self, p: Pass) -> Artifact:
+        key = self.key(p)
         out = fs.join(self.root, f"{p.name}-{key}")
         marker = out + ".done"
         t0 = time.perf_counter()
@@ -362,16 +454,21 @@ class PassExecutor:
         for stale in (out, tmp):
             fs.Location(stale, self.storage).delete()
         fs.makedirs(tmp, self.storage)
-        result = self._compute(p, self._files(p, done))
+        result = self._compute_local(p) if self.local else self._compute(p)
         if p.output.sort_by or isinstance(result, pa.Table):
             table = result if isinstance(result, pa.Table) else _gather(result, p.output.schema)
             if p.output.sort_by:
                 table = table.sort_by([(c, "ascending") for c in p.output.sort_by])
-            with fs.AtomicFile(fs.join(tmp, "part-00000.parquet"), self.storage) as f:
-                pq.write_table(table, f)
+            if p.output.partition_cols:
+                fsys, path = fs.resolve(tmp, self.storage)
+                pq.write_to_dataset(table, path, filesystem=fsys, partition_cols=list(p.output.partition_cols))
+            elif table.num_rows or p.output.schema is not None:
+                with fs.AtomicFile(fs.join(tmp, "part-00000.parquet"), self.storage) as f:
+                    pq.write_table(table, f)
         else:
             fsys, path = fs.resolve(tmp, self.storage)
-            result.write_parquet(path, filesystem=fsys)
+            kw = {"partition_cols": list(p.output.partition_cols)} if p.output.partition_cols else {}
+            result.write_parquet(path, filesystem=fsys, **kw)
         publish_dir(tmp, out, self.storage)
         rows = count_rows(out, self.storage)
         fs.write_text(marker, json.dumps({"rows": rows}), self.storage)   # the commit
@@ -379,30 +476,89 @@ class PassExecutor:
         log.info("pass %s: %d rows in %.1f s", p.name, rows, time.perf_counter() - t0)
         return Artifact(uri=out, rows=rows, key=key, reused=False)
 
-    def _compute(self, p: Pass, files: list[str]) -> Any:
-        """The pass's result: a Ray dataset, or a table when it ran on the driver."""
-        how, schema, params = p.partitioning, p.output.schema, dict(p.params)
+    def _uris(self) -> dict[str, str]:
+        return {name: art.uri for name, art in self.done.items()}
+
+    def _steps(self, i: Input) -> list[tuple[Callable[..., pa.Table], dict[str, Any]]]:
+        return [(fn, _bind(kw, self._uris(), self.storage)) for fn, kw in i.maps]
+
+    def _compute(self, p: Pass) -> Any:
+        """The pass's result on Ray Data: a dataset, or a table when it ran on the driver."""
+        how, schema = p.partitioning, p.output.schema
+        params = _bind(p.params, self._uris(), self.storage)
         if isinstance(how, Parts):
+            files = [f for i in p.inputs for f in self._files(i.name)]
+            columns = p.inputs[0].columns
             if how.parts == 1:   # here, without a task's start-up
-                t = _read_part(files, 0, how.column, p.columns, self.storage)
-                return _conform(p.fn(t, **params), schema) if t is not None else schema.empty_table()
+                t = _read_part(files, 0, how.column, columns, self.storage)
+                return _conform(p.fn(t, **params), schema) if t is not None else _empty_table(schema)
             import ray
 
             ds = ray.data.from_items([{"part": i} for i in range(how.parts)], override_num_blocks=how.parts)
-            kw = {"files": files, "column": how.column, "columns": list(p.columns) if p.columns is not None else None,
+            kw = {"files": files, "column": how.column, "columns": list(columns) if columns is not None else None,
                   "storage": self.storage, "fn": p.fn, "params": params, "schema": schema}
             with warnings.catch_warnings():   # retries only through ray_remote_args in Ray 2.60
                 warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
                 return ds.map_batches(_part_task, fn_kwargs=kw, batch_size=1, batch_format="pyarrow", num_cpus=1,
                                       max_retries=self.max_retries)
-        if not files:
-            return schema.empty_table()
-        ds = PassRunner(self.root, self.storage, []).read(files, list(p.columns) if p.columns is not None else None)
+        reader = PassRunner(self.root, self.storage, [])
+        dss = []
+        for i in p.inputs:
+            files = self._files(i.name)
+            if not files:
+                continue
+            ds = reader.read(files, list(i.columns) if i.columns is not None else None)
+            if i.maps:
+                ds = ds.map_batches(_maps, fn_kwargs={"steps": self._steps(i)}, batch_format="pyarrow")
+            dss.append(ds)
+        if not dss:
+            return _empty_table(schema)
+        ds = dss[0].union(*dss[1:]) if len(dss) > 1 else dss[0]
         kw = {"fn": p.fn, "params": params, "schema": schema}
         if isinstance(how, Blocks):
             return ds.map_batches(_call_block, fn_kwargs=kw, batch_format="pyarrow")
-        ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
+        if isinstance(how, Hash):
+            ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
         return PassRunner.group(ds, how.parts, _call_group, **kw)
+
+    def _compute_local(self, p: Pass) -> pa.Table:
+        """The pass's result in this process: the same functions on whole tables."""
+        how, schema = p.partitioning, p.output.schema
+        params = _bind(p.params, self._uris(), self.storage)
+        if isinstance(how, Parts):
+            files = [f for i in p.inputs for f in self._files(i.name)]
+            out = []
+            for part in range(how.parts):
+                t = _read_part(files, part, how.column, p.inputs[0].columns, self.storage)
+                if t is not None:
+                    out.append(_conform(p.fn(t, **params), schema))
+            return pa.concat_tables(out) if out else _empty_table(schema)
+        tables = []
+        for i in p.inputs:
+            files = self._files(i.name)
+            if files:
+                cols = list(i.columns) if i.columns is not None else None
+                t = pa.concat_tables([pq.read_table(fs.arrow_input(f, self.storage), columns=cols) for f in files])
+                tables.append(_maps(t.combine_chunks(), steps=self._steps(i)))
+        if not tables:
+            return _empty_table(schema)
+        t = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if len(tables) > 1 else tables[0]
+        if isinstance(how, Blocks):
+            return _conform(p.fn(t, **params), schema)
+        if isinstance(how, Hash):
+            t = _route(t, column=how.column, parts=how.parts)
+        if how.parts == 1:
+            return _call_group(t, fn=p.fn, params=params, schema=schema)
+        import numpy as np
+
+        part = t.column(PART).to_numpy()
+        out = [_call_group(t.filter(pa.array(part == k)), fn=p.fn, params=params, schema=schema)
+               for k in np.unique(part).tolist()]
+        return pa.concat_tables(out) if out else _empty_table(schema)
+
+
+def _empty_table(schema: pa.Schema | None) -> pa.Table:
+    return schema.empty_table() if schema is not None else pa.table({})
 
 
 def _input_files(name: str, uri: str, storage: fs.StorageOptions | None) -> list[str]:

@@ -158,15 +158,18 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
 def test_rerun_reuses_committed_decisions(tmp_path, corpus):
     tables = _tables(corpus, PRIORITY, rows_per_block=9)
     first, rep1 = _run(tmp_path, "w", tables)
-    work = tmp_path / "w"
-    (root,) = [p for p in work.iterdir() if p.name.startswith("decide-")]
-    stamp = (root / "decisions.parquet").stat().st_mtime_ns
+    assert rep1["passes"] and not any(p["reused"] for p in rep1["passes"])
+    passes = tmp_path / "w" / "passes"
+    stamps = {p.name: p.stat().st_mtime_ns for p in passes.rglob("*.parquet")}
     again, rep2 = _run(tmp_path, "w", tables)
-    assert again == first and rep2 == rep1
-    assert (root / "decisions.parquet").stat().st_mtime_ns == stamp      # reused, not recomputed
-    # other side data: other decisions, in their own folder
-    fewer, _ = _run(tmp_path, "w", _tables(corpus, ("wiki", "web"), rows_per_block=9))
-    assert fewer != first and len([p for p in work.iterdir() if p.name.startswith("decide-")]) == 2
+    assert again == first and all(p["reused"] for p in rep2["passes"])    # the executor's commits, reused
+    assert [p["pass"] for p in rep2["passes"]] == [p["pass"] for p in rep1["passes"]]
+    assert {k: v for k, v in rep2.items() if k not in ("passes", "seconds")} == \
+           {k: v for k, v in rep1.items() if k not in ("passes", "seconds")}
+    assert {p.name: p.stat().st_mtime_ns for p in passes.rglob("*.parquet")} == stamps   # not recomputed
+    # other side data: other decisions, in their own artifacts
+    fewer, rep3 = _run(tmp_path, "w", _tables(corpus, ("wiki", "web"), rows_per_block=9))
+    assert fewer != first and not any(p["reused"] for p in rep3["passes"])
 
 
 @pytest.mark.parametrize("local_rows", [200_000, 0], ids=["local", "distributed"])
