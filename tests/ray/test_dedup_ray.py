@@ -131,9 +131,13 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
         # tested on arbitrary partitionings in tests/unit/test_dedup.py)
         rb, rep_b = _run(tmp_path, "b", _tables(corpus, PRIORITY, rows_per_block=7), local_rows=0,
                          partition_rows=150, verify_partition_rows=10, min_partition_rows=1)
+        # and the components in large-star / small-star rounds of their own passes
+        rc, rep_c = _run(tmp_path, "c", _tables(corpus, PRIORITY, rows_per_block=7), local_rows=0,
+                         components="distributed", partition_rows=150, min_partition_rows=1)
     finally:
         ctx.execution_options.resource_limits = old_limits
-    assert ra == rb
+    assert ra == rb == rc
+    assert rep_c["components"].startswith("distributed (") and any(p["pass"] == "decisions" for p in rep_c["passes"])
     assert rep_a["path"] == "local" and rep_b["path"] == "distributed"
     want = _expected(corpus, PRIORITY)
     assert {i: d for i, (_, d) in ra.items()} == want
