@@ -2,9 +2,11 @@
 compact side row in the task that read it; ``decide()`` turns all side rows into drop
 decisions, once, without ever seeing text. See ``docs/dedup.md``.
 
-``decide()`` has two paths that give identical decisions (same kernels, same keys):
+``decide()`` declares its passes (:class:`datapipe.passes.Pass`) and hands them to the
+engine's :class:`datapipe.passes.PassExecutor`, which runs them two ways with identical
+decisions (same kernels, same keys):
 
-* **local** (side rows + index documents <= ``local_rows``): every step in this process
+* **local** (side rows + index documents <= ``local_rows``): every pass in this process
   on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost;
 * **distributed**: Ray Data passes over the side files, joined by durable Parquet
   artifacts (below), every partition bounded by ``partition_rows`` /
@@ -17,6 +19,7 @@ exact          group identical normalised texts; the smallest key           exac
                represents the group further on
 candidates     one row per (representative, band); star edges per bucket   band bucket
 needed         endpoints of candidate pairs, sharded by split              (map)
+               (distributed only)
 verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
                pairs with similarity >= threshold (``verify_a`` first
                when the join needs more than one partition)
@@ -24,15 +27,17 @@ components     union-find + decisions in one task (<= ``local_max_edges``  (one)
                edges), or alternating large-star / small-star rounds
                (``cc_*``) and then
 decisions      removed document -> reason, survivor, cluster size          root key
+decisions_out  the decisions as the runner takes them, sorted              (gathered)
 =============  ==========================================================  =============
 
-Every pass reads the side files (or the previous artifact) directly: node rows (side rows
-with their survival-order key) are derived as they are read, not written by a pass.
+Every pass reads the side files (or an earlier artifact) directly: node rows (side rows
+with their survival-order key) are derived by the maps of the pass reading them, not
+written by a pass. How many partitions a pass gets and which passes run depend on the
+row counts before it, so the passes go to the executor a few at a time.
 
-Both paths end in ``decisions.parquet`` (``_split, _row, reason, detail``, sorted), the
-report and, with ``index_out``, a new index; all committed under
-``<work_dir>/decide-<input hash>/`` and reused when the same side data and config come
-again (resume).
+The executor owns every artifact (``<work_dir>/passes/<pass>-<key>/``), its resume key,
+commit and timing: a rerun on the same side data and config reuses every committed pass.
+The stage writes only the report and, with ``index_out``, a new index.
 """
 
 from __future__ import annotations
