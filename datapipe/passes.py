@@ -1,15 +1,13 @@
-"""The engine's side of a global stage's Ray Data passes: where their artifacts live, how
-each is written and committed, how it is read back, and how long each took.
-
-A global stage whose ``decide()`` needs more than one process (dedup's distributed
-path) builds each pass as a Ray Data dataset and hands it to :meth:`PassRunner.write`,
-which owns the rest: the artifact's place under the stage's work folder, the write
-through the job's storage (``write_parquet(..., filesystem=)``), the commit (written
-under ``<name>.staging`` and published whole, so a half-written pass is never read),
-the row count (from the Parquet footers) and the timing record that reaches the
-stage's report. :meth:`PassRunner.read` reads an artifact (or side files) back with the
-same storage, and :meth:`PassRunner.group` hands every partition of a dataset whole to
-a kernel. Every access goes through :mod:`datapipe.fs`, so the passes reach an object
+"""The engine's side of a global stage's passes: a stage declares them as data
+(:class:`Pass`: inputs, the function each runs, how rows are partitioned, what it
+writes, params) and :class:`PassExecutor` runs them on Ray Data (or in this process for
+small inputs) and owns the rest, the same way for every global stage: where each pass's
+artifact lives under the stage's work folder, the write through the job's storage
+(``write_parquet(..., filesystem=)``), the commit (written under ``<name>.staging``,
+published whole, then a ``.done`` record, so a half-written pass is never read), the
+resume key (the declaration and its inputs' contents: a committed pass is reused), the
+row count (from the Parquet footers) and the timing record that reaches the stage's
+report. Every access goes through :mod:`datapipe.fs`, so the passes reach an object
 store with the spec's ``storage:`` options, never the worker's environment.
 """
 
@@ -65,61 +63,29 @@ def publish_dir(src: str, dst: str, storage: fs.StorageOptions | None) -> None:
     fs.delete_tree(src, storage)
 
 
-class PassRunner:
-    """Runs a global stage's passes under ``root`` (its work folder) with ``storage``;
-    appends each pass's :func:`timing` to ``timings``."""
+def read_dataset(paths: list[str], storage: fs.StorageOptions | None, columns: list[str] | None = None) -> Any:
+    """Parquet files (or folders of them) as one Ray dataset, read with the job's storage."""
+    import ray
 
-    def __init__(self, root: str, storage: fs.StorageOptions | None, timings: list[dict[str, Any]]) -> None:
-        self.root, self.storage, self.timings = root, storage, timings
+    resolved = [fs.resolve(p, storage) for p in paths]
+    ds = ray.data.read_parquet([p for _, p in resolved], filesystem=resolved[0][0])
+    return ds.select_columns(columns) if columns else ds
 
-    def write(self, name: str, make_ds: Callable[[], Any], *, partition_cols: list[str] | None = None
-              ) -> tuple[str, int]:
-        """Run one pass: write ``make_ds()`` as the artifact ``<root>/<name>`` (under a
-        staging name, published when complete) and return its URI and row count."""
-        out = fs.join(self.root, name)
-        tmp = out + ".staging"
-        fs.Location(out, self.storage).delete()
-        fs.Location(tmp, self.storage).delete()
-        t0 = time.perf_counter()
-        fsys, path = fs.resolve(tmp, self.storage)
-        make_ds().write_parquet(path, filesystem=fsys, **({"partition_cols": partition_cols} if partition_cols else {}))
-        fs.makedirs(tmp, self.storage)   # an empty pass writes no file; locally the folder must exist to move
-        publish_dir(tmp, out, self.storage)
-        rows = count_rows(out, self.storage)
-        self.timings.append(timing(name, t0, rows))
-        log.info("pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
-        return out, rows
 
-    def read(self, path: str | list[str], columns: list[str] | None = None, schema: pa.Schema | None = None) -> Any:
-        """An artifact (or several, or side files) as a Ray dataset; ``schema``'s empty
-        dataset when there is nothing."""
-        import ray
+def group(ds: Any, parts: int, kernel: Callable[..., pa.Table], **fn_kwargs: Any) -> Any:
+    """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition runs as
+    a single task (no shuffle service to start); more use Ray Data's hash shuffle into
+    ``parts`` partitions."""
+    kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
+    if parts == 1:
+        return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
+    return ds.groupby(PART, num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
 
-        paths = [path] if isinstance(path, str) else list(path)
-        if not any(parquet_files(p, self.storage) for p in paths):
-            if schema is None:
-                raise AssertionError(f"no data at {path} and no schema to stand in")
-            return ray.data.from_arrow(schema.empty_table())
-        resolved = [fs.resolve(p, self.storage) for p in paths]
-        where = [p for _, p in resolved]
-        ds = ray.data.read_parquet(where[0] if isinstance(path, str) else where, filesystem=resolved[0][0])
-        return ds.select_columns(columns) if columns else ds
 
-    @staticmethod
-    def group(ds: Any, parts: int, kernel: Callable[..., pa.Table], **fn_kwargs: Any) -> Any:
-        """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition runs
-        as a single task (no shuffle service to start); more use Ray Data's hash shuffle
-        into ``parts`` partitions."""
-        kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
-        if parts == 1:
-            return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
-        return ds.groupby("_part", num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
-
-    @staticmethod
-    def parts(rows: int, cap: int, cpus: int, min_rows: int) -> int:
-        """Partitions for a shuffle of ``rows`` rows: at most ``cap`` rows each (memory),
-        and spread over ``cpus`` while partitions keep at least ``min_rows`` rows."""
-        return max(1, math.ceil(rows / cap), min(cpus, rows // min_rows))
+def partitions(rows: int, cap: int, cpus: int, min_rows: int) -> int:
+    """Partitions for a shuffle of ``rows`` rows: at most ``cap`` rows each (memory), and
+    spread over ``cpus`` while partitions keep at least ``min_rows`` rows."""
+    return max(1, math.ceil(rows / cap), min(cpus, rows // min_rows))
 
 
 # -- declared passes ----------------------------------------------------------------
@@ -501,13 +467,12 @@ class PassExecutor:
                 warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
                 return ds.map_batches(_part_task, fn_kwargs=kw, batch_size=1, batch_format="pyarrow", num_cpus=1,
                                       max_retries=self.max_retries)
-        reader = PassRunner(self.root, self.storage, [])
         dss = []
         for i in p.inputs:
             files = self._files(i.name)
             if not files:
                 continue
-            ds = reader.read(files, list(i.columns) if i.columns is not None else None)
+            ds = read_dataset(files, self.storage, list(i.columns) if i.columns is not None else None)
             if i.maps:
                 ds = ds.map_batches(_maps, fn_kwargs={"steps": self._steps(i)}, batch_format="pyarrow")
             dss.append(ds)
@@ -519,7 +484,7 @@ class PassExecutor:
             return ds.map_batches(_call_block, fn_kwargs=kw, batch_format="pyarrow")
         if isinstance(how, Hash):
             ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
-        return PassRunner.group(ds, how.parts, _call_group, **kw)
+        return group(ds, how.parts, _call_group, **kw)
 
     def _compute_local(self, p: Pass) -> pa.Table:
         """The pass's result in this process: the same functions on whole tables."""

@@ -300,8 +300,8 @@ class _Chain:
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
         if self.local:
             return 1
-        return passes.PassRunner.parts(rows, per_partition or self.cfg.partition_rows, self.cpus,
-                                       self.cfg.min_partition_rows)
+        return passes.partitions(rows, per_partition or self.cfg.partition_rows, self.cpus,
+                                 self.cfg.min_partition_rows)
 
     def _one(self, p: Pass) -> passes.Artifact:
         return self.ex.run([p])[p.name]
@@ -382,8 +382,8 @@ class _Chain:
             nodes = P.node_rows(_read_tables(files, self.st), **self.ranks)
             return _write_table(P.index_survivors(nodes, removed=removed), _join(path, "part-0.parquet"), self.st)
         fsys, p = fs.resolve(path, self.st)
-        passes.PassRunner(path, self.st, []).read(files).map_batches(P.node_rows, fn_kwargs=self.ranks,
-                                                                     batch_format="pyarrow").map_batches(
+        passes.read_dataset(files, self.st).map_batches(P.node_rows, fn_kwargs=self.ranks,
+                                                        batch_format="pyarrow").map_batches(
             P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(p, filesystem=fsys)
         return _count_rows(path, self.st)
 
