@@ -353,6 +353,7 @@ class PassExecutor:
         self.timings = timings if timings is not None else []
         self._input_keys: dict[str, str] = dict(input_keys or {})
         self.done: dict[str, Artifact] = {}
+        self._cache: dict[str, pa.Table] = {}   # local mode: inputs as read and first mapped
 
     def run(self, plan: Sequence[Pass]) -> dict[str, Artifact]:
         """Every pass in order (an input names a given input or an earlier pass, of this
@@ -502,9 +503,9 @@ class PassExecutor:
         for i in p.inputs:
             files = self._files(i.name)
             if files:
-                cols = list(i.columns) if i.columns is not None else None
-                t = pa.concat_tables([pq.read_table(fs.arrow_input(f, self.storage), columns=cols) for f in files])
-                tables.append(_maps(t.combine_chunks(), steps=self._steps(i)))
+                steps = self._steps(i)
+                t = self._local_read(i, files, steps[:1])   # read and first map: shared by the passes
+                tables.append(_maps(t, steps=steps[1:]))
         if not tables:
             return _empty_table(schema)
         t = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if len(tables) > 1 else tables[0]
@@ -520,6 +521,19 @@ class PassExecutor:
         out = [_call_group(t.filter(pa.array(part == k)), fn=p.fn, params=params, schema=schema)
                for k in np.unique(part).tolist()]
         return pa.concat_tables(out) if out else _empty_table(schema)
+
+
+    def _local_read(self, i: Input, files: list[str], steps: list[tuple[Callable[..., pa.Table], dict[str, Any]]]
+                    ) -> pa.Table:
+        """An input's rows after its first map, kept for the next pass that reads the same
+        (local mode only: the inputs are small)."""
+        key = json.dumps([i.name, self._input_key(i.name), i.columns, [[_fn_name(fn), _key_params(kw, {})]
+                                                                       for fn, kw in i.maps[:1]]], default=str)
+        if key not in self._cache:
+            cols = list(i.columns) if i.columns is not None else None
+            t = pa.concat_tables([pq.read_table(fs.arrow_input(f, self.storage), columns=cols) for f in files])
+            self._cache[key] = _maps(t.combine_chunks(), steps=steps)
+        return self._cache[key]
 
 
 def _empty_table(schema: pa.Schema | None) -> pa.Table:
