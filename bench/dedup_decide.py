@@ -67,7 +67,7 @@ def run_new(t, work: Path, **cfg) -> tuple[float, float, int, dict]:
     t0 = time.perf_counter()
     uri = stage.decide(files, ctx)
     t_decide = time.perf_counter() - t0
-    removed = pq.read_metadata(uri).num_rows if uri else 0
+    removed = pq.read_table(uri, columns=["_row"]).num_rows if uri else 0   # a file or a folder
     return t_side, t_decide, removed, ctx.report
 
 

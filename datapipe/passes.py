@@ -1,24 +1,27 @@
-"""The engine's side of a global stage's Ray Data passes: where their artifacts live, how
-each is written and committed, how it is read back, and how long each took.
-
-A global stage whose ``decide()`` needs more than one process (dedup's distributed
-path) builds each pass as a Ray Data dataset and hands it to :meth:`PassRunner.write`,
-which owns the rest: the artifact's place under the stage's work folder, the write
-through the job's storage (``write_parquet(..., filesystem=)``), the commit (written
-under ``<name>.staging`` and published whole, so a half-written pass is never read),
-the row count (from the Parquet footers) and the timing record that reaches the
-stage's report. :meth:`PassRunner.read` reads an artifact (or side files) back with the
-same storage, and :meth:`PassRunner.group` hands every partition of a dataset whole to
-a kernel. Every access goes through :mod:`datapipe.fs`, so the passes reach an object
+"""The engine's side of a global stage's passes: a stage declares them as data
+(:class:`Pass`: inputs, the function each runs, how rows are partitioned, what it
+writes, params) and :class:`PassExecutor` runs them on Ray Data (or in this process for
+small inputs) and owns the rest, the same way for every global stage: where each pass's
+artifact lives under the stage's work folder, the write through the job's storage
+(``write_parquet(..., filesystem=)``), the commit (written under ``<name>.staging``,
+published whole, then a ``.done`` record, so a half-written pass is never read), the
+resume key (the declaration and its inputs' contents: a committed pass is reused), the
+row count (from the Parquet footers) and the timing record that reaches the stage's
+report. Every access goes through :mod:`datapipe.fs`, so the passes reach an object
 store with the spec's ``storage:`` options, never the worker's environment.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+import json
 import logging
 import math
 import time
-from typing import Any, Callable
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -60,58 +63,506 @@ def publish_dir(src: str, dst: str, storage: fs.StorageOptions | None) -> None:
     fs.delete_tree(src, storage)
 
 
-class PassRunner:
-    """Runs a global stage's passes under ``root`` (its work folder) with ``storage``;
-    appends each pass's :func:`timing` to ``timings``."""
+def read_dataset(paths: list[str], storage: fs.StorageOptions | None, columns: list[str] | None = None) -> Any:
+    """Parquet files (or folders of them) as one Ray dataset, read with the job's storage."""
+    import ray
 
-    def __init__(self, root: str, storage: fs.StorageOptions | None, timings: list[dict[str, Any]]) -> None:
-        self.root, self.storage, self.timings = root, storage, timings
+    resolved = [fs.resolve(p, storage) for p in paths]
+    ds = ray.data.read_parquet([p for _, p in resolved], filesystem=resolved[0][0])
+    return ds.select_columns(columns) if columns else ds
 
-    def write(self, name: str, make_ds: Callable[[], Any], *, partition_cols: list[str] | None = None
-              ) -> tuple[str, int]:
-        """Run one pass: write ``make_ds()`` as the artifact ``<root>/<name>`` (under a
-        staging name, published when complete) and return its URI and row count."""
-        out = fs.join(self.root, name)
-        tmp = out + ".staging"
-        fs.Location(out, self.storage).delete()
-        fs.Location(tmp, self.storage).delete()
+
+def group(ds: Any, parts: int, kernel: Callable[..., pa.Table], **fn_kwargs: Any) -> Any:
+    """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition runs as
+    a single task (no shuffle service to start); more use Ray Data's hash shuffle into
+    ``parts`` partitions."""
+    kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
+    if parts == 1:
+        return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
+    return ds.groupby(PART, num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
+
+
+def partitions(rows: int, cap: int, cpus: int, min_rows: int) -> int:
+    """Partitions for a shuffle of ``rows`` rows: at most ``cap`` rows each (memory), and
+    spread over ``cpus`` while partitions keep at least ``min_rows`` rows."""
+    return max(1, math.ceil(rows / cap), min(cpus, rows // min_rows))
+
+
+# -- declared passes ----------------------------------------------------------------
+
+#: the input name of a global stage's side files (each row carries ``_split``, ``_row``)
+SIDE = "side"
+#: the column :class:`Hash` routes rows by (dropped before the pass's function sees them)
+PART = "_part"
+#: the column :class:`Parts` appends: the position of the row's input file
+INPUT = "_input"
+
+
+@dataclass(kw_only=True, frozen=True)
+class Hash:
+    """Rows routed by a hash of ``column`` into ``parts`` partitions (xxh3-64 of a string
+    or binary value, the value itself for an integer; nulls go to part 0), each partition
+    handed whole to the pass's function: every row sharing a value meets in one call.
+    One part runs as a single task, more use Ray Data's hash shuffle."""
+
+    column: str
+    parts: int = 1
+
+    def __post_init__(self) -> None:
+        if not self.column:
+            raise ValueError("Hash.column is empty; name the column the rows are partitioned by")
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Hash.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Parts:
+    """The inputs already carry their part (``column``, 0..parts-1, one row group per part,
+    as a task wrote them): one task per part reads that part of every input file (row
+    groups filtered by their statistics; no shuffle) and hands it, with ``_input`` (the
+    file's position among the inputs), to the pass's function. One part runs on the
+    driver, without a task's start-up."""
+
+    column: str
+    parts: int
+
+    def __post_init__(self) -> None:
+        if not self.column:
+            raise ValueError("Parts.column is empty; name the column that holds each row's part")
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Parts.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Blocks:
+    """The pass's function runs on each block of the inputs as it is read (a map: no row
+    needs another)."""
+
+
+@dataclass(kw_only=True, frozen=True)
+class Routed:
+    """The inputs' maps put each row's partition (0..parts-1) in ``_part`` themselves (a
+    stage-specific routing, such as by a band bucket or an exploded list); each partition
+    is handed whole to the pass's function, as with :class:`Hash`."""
+
+    parts: int = 1
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.parts, int) or self.parts < 1:
+            raise ValueError(f"Routed.parts={self.parts!r}; use a whole number >= 1")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Ref:
+    """A param naming an earlier pass: the function gets that pass's artifact URI; the
+    resume key gets that pass's key."""
+
+    name: str
+
+
+class _Storage:
+    """The :data:`STORAGE` param (a singleton)."""
+
+    def __repr__(self) -> str:
+        return "STORAGE"
+
+
+#: a param the function gets as the job's :class:`datapipe.fs.StorageOptions` (not in the key)
+STORAGE = _Storage()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Input:
+    """One input of a pass: ``name`` (an input given to the executor, or an earlier pass),
+    the ``columns`` read (None: all), and ``maps``, ``(fn, params)`` steps applied to each
+    block as it is read (before partitioning; params as for :class:`Pass`)."""
+
+    name: str
+    columns: tuple[str, ...] | None = None
+    maps: tuple[tuple[Callable[..., pa.Table], Mapping[str, Any]], ...] = ()
+
+
+@dataclass(kw_only=True, frozen=True)
+class Output:
+    """What a pass writes: rows of ``schema`` (it also stands in when there are none).
+    With ``sort_by``, the rows (a small result, such as decisions) are gathered on the
+    driver, sorted and written as one file; without, each block is written as it comes."""
+
+    schema: pa.Schema | None = None
+    sort_by: tuple[str, ...] = ()
+    partition_cols: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.sort_by and self.schema is None:
+            raise ValueError("Output.sort_by needs Output.schema (it stands in when there are no rows)")
+        if self.sort_by and self.partition_cols:
+            raise ValueError("Output: sort_by (one file) and partition_cols (folders) exclude each other")
+        missing = [c for c in self.sort_by if c not in self.schema.names] if self.sort_by else []
+        if missing:
+            raise ValueError(f"Output.sort_by names {missing}, not in the schema {self.schema.names}; "
+                             "sort by the output's own columns")
+
+
+@dataclass(kw_only=True, frozen=True)
+class Pass:
+    """One pass of a global stage, as data: it reads ``inputs`` (``SIDE``, another input
+    the executor was given by name, or the name of an earlier pass), partitions their rows
+    (``partitioning``), calls ``fn(table, **params)`` on each partition and writes
+    ``output``. ``columns``: the input columns read (None: all). ``params`` are the
+    function's keyword arguments and, with the inputs' contents, the pass's resume key, so
+    they must be JSON values; ``fn`` is a module-level function (Ray ships it)."""
+
+    name: str
+    inputs: tuple[str | Input, ...]
+    fn: Callable[..., pa.Table]
+    partitioning: Hash | Routed | Parts | Blocks
+    output: Output
+    params: Mapping[str, Any] = field(default_factory=dict)
+    columns: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.name or "/" in self.name:
+            raise ValueError(f"Pass.name={self.name!r}; use a non-empty name without '/'")
+        if not self.inputs:
+            raise ValueError(f"pass {self.name!r} has no inputs; name SIDE or an earlier pass")
+        ins = tuple(i if isinstance(i, Input) else Input(name=i, columns=self.columns) for i in self.inputs)
+        object.__setattr__(self, "inputs", ins)
+        if isinstance(self.partitioning, Parts) and any(i.maps for i in ins):
+            raise ValueError(f"pass {self.name!r}: a Parts pass reads its parts as written; it takes no maps")
+        for params in [self.params, *(kw for i in ins for _, kw in i.maps)]:
+            try:
+                json.dumps(_key_params(params, {}), sort_keys=True)
+            except TypeError as e:
+                raise ValueError(f"pass {self.name!r}: params must be JSON values, Ref or STORAGE "
+                                 f"(they key its resume): {e}") from None
+
+
+@dataclass(kw_only=True, frozen=True)
+class Artifact:
+    """A committed pass: its folder of Parquet files, rows, resume key, and whether this
+    run reused it."""
+
+    uri: str
+    rows: int
+    key: str
+    reused: bool
+
+
+def _key_params(params: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+    """``params`` as they enter a resume key: a :class:`Ref` as the pass's key."""
+    return {k: ({"$ref": keys.get(v.name, v.name)} if isinstance(v, Ref) else "$storage" if v is STORAGE else v)
+            for k, v in params.items()}
+
+
+def _bind(params: Mapping[str, Any], uris: Mapping[str, str], storage: fs.StorageOptions | None) -> dict[str, Any]:
+    """``params`` as the function gets them: a :class:`Ref` as the artifact's URI."""
+    return {k: (uris[v.name] if isinstance(v, Ref) else storage if v is STORAGE else v) for k, v in params.items()}
+
+
+def _maps(batch: pa.Table, *, steps: list[tuple[Callable[..., pa.Table], dict[str, Any]]]) -> pa.Table:
+    for fn, kw in steps:
+        batch = fn(batch, **kw)
+    return batch
+
+
+def _fn_name(fn: Callable) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
+
+
+def _route(batch: pa.Table, *, column: str, parts: int) -> pa.Table:
+    """``batch`` with ``_part`` (see :class:`Hash`) in front."""
+    import numpy as np
+    import xxhash
+
+    col = batch.column(column)
+    if parts == 1:
+        part = np.zeros(batch.num_rows, np.int64)
+    elif pa.types.is_integer(col.type):
+        part = (col.fill_null(0).to_numpy().astype(np.int64) % parts).astype(np.int64)
+    else:
+        h = xxhash.xxh3_64_intdigest
+        vals = col.to_pylist()
+        part = np.fromiter((0 if v is None else h(v.encode("utf-8") if isinstance(v, str) else bytes(v)) % parts
+                            for v in vals), dtype=np.int64, count=len(vals))
+    return batch.add_column(0, PART, pa.array(part))
+
+
+def _call_group(group: pa.Table, *, fn: Callable[..., pa.Table], params: dict[str, Any], schema: pa.Schema
+                ) -> pa.Table:
+    if PART in group.column_names:
+        group = group.drop_columns([PART])
+    return _conform(fn(group, **params), schema)
+
+
+def _call_block(batch: pa.Table, *, fn: Callable[..., pa.Table], params: dict[str, Any], schema: pa.Schema
+                ) -> pa.Table:
+    return _conform(fn(batch, **params), schema)
+
+
+def _conform(t: pa.Table, schema: pa.Schema | None) -> pa.Table:
+    return t if schema is None or t.schema.equals(schema) else t.select(schema.names).cast(schema)
+
+
+def _read_part(files: Sequence[str], part: int, column: str, columns: Sequence[str] | None,
+               storage: fs.StorageOptions | None) -> pa.Table | None:
+    """Part ``part`` of every file, with ``_input``; None when no file holds a row of it."""
+    import numpy as np
+
+    tables = []
+    for i, uri in enumerate(files):
+        fsys, path = fs.resolve(uri, storage)
+        t = pq.read_table(path, filesystem=fsys, filters=[(column, "=", part)],
+                          columns=list(columns) if columns is not None else None)
+        if t.num_rows:
+            tables.append(t.append_column(INPUT, pa.array(np.full(t.num_rows, i, np.int64))))
+    return pa.concat_tables(tables) if tables else None
+
+
+def _part_task(batch: pa.Table, *, files: list[str], column: str, columns: list[str] | None,
+               storage: fs.StorageOptions | None, fn: Callable[..., pa.Table], params: dict[str, Any],
+               schema: pa.Schema) -> pa.Table:
+    out = []
+    for p in batch.column("part").to_pylist():
+        t = _read_part(files, p, column, columns, storage)
+        if t is not None:
+            out.append(_conform(fn(t, **params), schema))
+    return pa.concat_tables(out) if out else schema.empty_table()
+
+
+class PassExecutor:
+    """Runs a global stage's declared :class:`Pass` list and owns their work files under
+    ``root``: each pass's artifact is ``<root>/<name>-<key>/`` (written under a staging
+    name, published whole, then committed by ``<name>-<key>.done``), where ``key`` hashes
+    the pass's declaration (function, partitioning, output, params, maps) and its inputs'
+    contents (an input file's sha256, an earlier pass's key; ``salt``: what else the
+    functions' behaviour depends on, such as a format version), so a restarted job reuses
+    a committed pass instead of running it again. Each pass's :func:`timing` (with
+    ``reused``) is appended to ``timings``. ``inputs``: the named file lists a pass may
+    read (a global stage's side files under :data:`SIDE`); ``input_keys``: a key standing
+    for an input's contents where hashing them would cost too much (an immutable index).
+    ``local``: every pass runs in this process on Arrow tables (small inputs: no Ray Data
+    start-up), with the same functions, keys and files. :meth:`run` may be called again
+    with passes that read earlier ones (a chain whose shape depends on row counts)."""
+
+    def __init__(self, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
+                 timings: list[dict[str, Any]] | None = None, max_retries: int = 3, local: bool = False,
+                 salt: str = "", input_keys: Mapping[str, str] | None = None) -> None:
+        self.root, self.storage, self.max_retries, self.local, self.salt = root, storage, max_retries, local, salt
+        self.inputs = {name: [f for uri in uris for f in _input_files(name, uri, storage)]
+                       for name, uris in inputs.items()}
+        self.timings = timings if timings is not None else []
+        self._input_keys: dict[str, str] = dict(input_keys or {})
+        self.done: dict[str, Artifact] = {}
+        self._cache: dict[str, pa.Table] = {}   # local mode: inputs as read and first mapped
+
+    def run(self, plan: Sequence[Pass]) -> dict[str, Artifact]:
+        """Every pass in order (an input names a given input or an earlier pass, of this
+        call or an earlier one); returns each pass's :class:`Artifact` by name."""
+        out: dict[str, Artifact] = {}
+        for p in plan:
+            unknown = [i.name for i in p.inputs if i.name not in self.done and i.name not in self.inputs]
+            unknown += [v.name for v in self._refs(p) if v.name not in self.done]
+            if unknown:
+                raise ValueError(f"pass {p.name!r} reads {unknown}: neither an input ({sorted(self.inputs)}) "
+                                 f"nor an earlier pass ({sorted(self.done)}); order the passes so inputs come first")
+            if p.name in out:
+                raise ValueError(f"two passes are named {p.name!r}; give each pass its own name")
+            out[p.name] = self.done[p.name] = self._one(p)
+        return out
+
+    def discard(self, name: str) -> None:
+        """Delete an earlier pass's artifact (and its commit) once nothing reads it."""
+        art = self.done.pop(name)
+        fs.Location(art.uri + ".done", self.storage).delete()
+        fs.Location(art.uri, self.storage).delete()
+
+    # -- one pass -----------------------------------------------------------------
+    @staticmethod
+    def _refs(p: Pass) -> list[Ref]:
+        return [v for params in [p.params, *(kw for i in p.inputs for _, kw in i.maps)]
+                for v in params.values() if isinstance(v, Ref)]
+
+    def _input_key(self, name: str) -> str:
+        if name in self.done:
+            return self.done[name].key
+        if name not in self._input_keys:
+            h = hashlib.sha256()
+            for f in self.inputs[name]:   # in order: a Parts pass sees each file's position
+                h.update(fs.sha256(f, self.storage).encode())
+            self._input_keys[name] = h.hexdigest()
+        return self._input_keys[name]
+
+    def key(self, p: Pass) -> str:
+        """The pass's resume key: its declaration and its inputs' contents."""
+        keys = {name: art.key for name, art in self.done.items()}
+        decl = {"name": p.name, "fn": _fn_name(p.fn), "partitioning": type(p.partitioning).__name__,
+                "how": dataclasses.asdict(p.partitioning), "salt": self.salt,
+                "schema": p.output.schema.to_string() if p.output.schema is not None else None,
+                "sort_by": list(p.output.sort_by), "partition_cols": list(p.output.partition_cols),
+                "params": _key_params(p.params, keys),
+                "inputs": [{"key": self._input_key(i.name), "columns": list(i.columns) if i.columns else None,
+                            "maps": [[_fn_name(fn), _key_params(kw, keys)] for fn, kw in i.maps]} for i in p.inputs]}
+        return hashlib.sha256(json.dumps(decl, sort_keys=True).encode()).hexdigest()[:24]
+
+    def _files(self, name: str) -> list[str]:
+        return parquet_files(self.done[name].uri, self.storage) if name in self.done else self.inputs[name]
+
+    def _one(self, p: Pass) -> Artifact:
+        key = self.key(p)
+        out = fs.join(self.root, f"{p.name}-{key}")
+        marker = out + ".done"
         t0 = time.perf_counter()
-        fsys, path = fs.resolve(tmp, self.storage)
-        make_ds().write_parquet(path, filesystem=fsys, **({"partition_cols": partition_cols} if partition_cols else {}))
-        fs.makedirs(tmp, self.storage)   # an empty pass writes no file; locally the folder must exist to move
+        if fs.is_file(marker, self.storage):
+            rows = int(json.loads(fs.read_text(marker, self.storage))["rows"])
+            self.timings.append({**timing(p.name, t0, rows), "reused": True})
+            log.info("pass %s: reusing %s (%d rows)", p.name, out, rows)
+            return Artifact(uri=out, rows=rows, key=key, reused=True)
+        tmp = out + ".staging"
+        for stale in (out, tmp):
+            fs.Location(stale, self.storage).delete()
+        fs.makedirs(tmp, self.storage)
+        result = self._compute_local(p) if self.local else self._compute(p)
+        if p.output.sort_by or isinstance(result, pa.Table):
+            table = result if isinstance(result, pa.Table) else _gather(result, p.output.schema)
+            if p.output.sort_by:
+                table = table.sort_by([(c, "ascending") for c in p.output.sort_by])
+            if p.output.partition_cols:
+                fsys, path = fs.resolve(tmp, self.storage)
+                pq.write_to_dataset(table, path, filesystem=fsys, partition_cols=list(p.output.partition_cols))
+            elif table.num_rows or p.output.schema is not None:
+                with fs.AtomicFile(fs.join(tmp, "part-00000.parquet"), self.storage) as f:
+                    pq.write_table(table, f)
+        else:
+            fsys, path = fs.resolve(tmp, self.storage)
+            kw = {"partition_cols": list(p.output.partition_cols)} if p.output.partition_cols else {}
+            result.write_parquet(path, filesystem=fsys, **kw)
         publish_dir(tmp, out, self.storage)
         rows = count_rows(out, self.storage)
-        self.timings.append(timing(name, t0, rows))
-        log.info("pass %s: %d rows in %.1f s", name, rows, time.perf_counter() - t0)
-        return out, rows
+        fs.write_text(marker, json.dumps({"rows": rows}), self.storage)   # the commit
+        self.timings.append({**timing(p.name, t0, rows), "reused": False})
+        log.info("pass %s: %d rows in %.1f s", p.name, rows, time.perf_counter() - t0)
+        return Artifact(uri=out, rows=rows, key=key, reused=False)
 
-    def read(self, path: str | list[str], columns: list[str] | None = None, schema: pa.Schema | None = None) -> Any:
-        """An artifact (or several, or side files) as a Ray dataset; ``schema``'s empty
-        dataset when there is nothing."""
-        import ray
+    def _uris(self) -> dict[str, str]:
+        return {name: art.uri for name, art in self.done.items()}
 
-        paths = [path] if isinstance(path, str) else list(path)
-        if not any(parquet_files(p, self.storage) for p in paths):
-            if schema is None:
-                raise AssertionError(f"no data at {path} and no schema to stand in")
-            return ray.data.from_arrow(schema.empty_table())
-        resolved = [fs.resolve(p, self.storage) for p in paths]
-        where = [p for _, p in resolved]
-        ds = ray.data.read_parquet(where[0] if isinstance(path, str) else where, filesystem=resolved[0][0])
-        return ds.select_columns(columns) if columns else ds
+    def _steps(self, i: Input) -> list[tuple[Callable[..., pa.Table], dict[str, Any]]]:
+        return [(fn, _bind(kw, self._uris(), self.storage)) for fn, kw in i.maps]
 
-    @staticmethod
-    def group(ds: Any, parts: int, kernel: Callable[..., pa.Table], **fn_kwargs: Any) -> Any:
-        """Hand every ``_part`` partition of ``ds`` whole to ``kernel``. One partition runs
-        as a single task (no shuffle service to start); more use Ray Data's hash shuffle
-        into ``parts`` partitions."""
-        kw = {"fn_kwargs": fn_kwargs} if fn_kwargs else {}
-        if parts == 1:
-            return ds.groupby(None).map_groups(kernel, batch_format="pyarrow", **kw)
-        return ds.groupby("_part", num_partitions=parts).map_groups(kernel, batch_format="pyarrow", **kw)
+    def _compute(self, p: Pass) -> Any:
+        """The pass's result on Ray Data: a dataset, or a table when it ran on the driver."""
+        how, schema = p.partitioning, p.output.schema
+        params = _bind(p.params, self._uris(), self.storage)
+        if isinstance(how, Parts):
+            files = [f for i in p.inputs for f in self._files(i.name)]
+            columns = p.inputs[0].columns
+            if how.parts == 1:   # here, without a task's start-up
+                t = _read_part(files, 0, how.column, columns, self.storage)
+                return _conform(p.fn(t, **params), schema) if t is not None else _empty_table(schema)
+            import ray
 
-    @staticmethod
-    def parts(rows: int, cap: int, cpus: int, min_rows: int) -> int:
-        """Partitions for a shuffle of ``rows`` rows: at most ``cap`` rows each (memory),
-        and spread over ``cpus`` while partitions keep at least ``min_rows`` rows."""
-        return max(1, math.ceil(rows / cap), min(cpus, rows // min_rows))
+            ds = ray.data.from_items([{"part": i} for i in range(how.parts)], override_num_blocks=how.parts)
+            kw = {"files": files, "column": how.column, "columns": list(columns) if columns is not None else None,
+                  "storage": self.storage, "fn": p.fn, "params": params, "schema": schema}
+            with warnings.catch_warnings():   # retries only through ray_remote_args in Ray 2.60
+                warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
+                return ds.map_batches(_part_task, fn_kwargs=kw, batch_size=1, batch_format="pyarrow", num_cpus=1,
+                                      max_retries=self.max_retries)
+        dss = []
+        for i in p.inputs:
+            files = self._files(i.name)
+            if not files:
+                continue
+            ds = read_dataset(files, self.storage, list(i.columns) if i.columns is not None else None)
+            if i.maps:
+                ds = ds.map_batches(_maps, fn_kwargs={"steps": self._steps(i)}, batch_format="pyarrow")
+            dss.append(ds)
+        if not dss:
+            return _empty_table(schema)
+        ds = dss[0].union(*dss[1:]) if len(dss) > 1 else dss[0]
+        kw = {"fn": p.fn, "params": params, "schema": schema}
+        if isinstance(how, Blocks):
+            return ds.map_batches(_call_block, fn_kwargs=kw, batch_format="pyarrow")
+        if isinstance(how, Hash):
+            ds = ds.map_batches(_route, fn_kwargs={"column": how.column, "parts": how.parts}, batch_format="pyarrow")
+        return group(ds, how.parts, _call_group, **kw)
+
+    def _compute_local(self, p: Pass) -> pa.Table:
+        """The pass's result in this process: the same functions on whole tables."""
+        how, schema = p.partitioning, p.output.schema
+        params = _bind(p.params, self._uris(), self.storage)
+        if isinstance(how, Parts):
+            files = [f for i in p.inputs for f in self._files(i.name)]
+            out = []
+            for part in range(how.parts):
+                t = _read_part(files, part, how.column, p.inputs[0].columns, self.storage)
+                if t is not None:
+                    out.append(_conform(p.fn(t, **params), schema))
+            return pa.concat_tables(out) if out else _empty_table(schema)
+        tables = []
+        for i in p.inputs:
+            files = self._files(i.name)
+            if files:
+                steps = self._steps(i)
+                t = self._local_read(i, files, steps[:1])   # read and first map: shared by the passes
+                tables.append(_maps(t, steps=steps[1:]))
+        if not tables:
+            return _empty_table(schema)
+        t = pa.concat_tables(tables, promote_options="permissive").combine_chunks() if len(tables) > 1 else tables[0]
+        if isinstance(how, Blocks):
+            return _conform(p.fn(t, **params), schema)
+        if isinstance(how, Hash):
+            t = _route(t, column=how.column, parts=how.parts)
+        if how.parts == 1:
+            return _call_group(t, fn=p.fn, params=params, schema=schema)
+        import numpy as np
+
+        part = t.column(PART).to_numpy()
+        out = [_call_group(t.filter(pa.array(part == k)), fn=p.fn, params=params, schema=schema)
+               for k in np.unique(part).tolist()]
+        return pa.concat_tables(out) if out else _empty_table(schema)
+
+
+    def _local_read(self, i: Input, files: list[str], steps: list[tuple[Callable[..., pa.Table], dict[str, Any]]]
+                    ) -> pa.Table:
+        """An input's rows after its first map, kept for the next pass that reads the same
+        (local mode only: the inputs are small)."""
+        key = json.dumps([i.name, self._input_key(i.name), i.columns, [[_fn_name(fn), _key_params(kw, {})]
+                                                                       for fn, kw in i.maps[:1]]], default=str)
+        if key not in self._cache:
+            cols = list(i.columns) if i.columns is not None else None
+            t = pa.concat_tables([pq.read_table(fs.arrow_input(f, self.storage), columns=cols) for f in files])
+            self._cache[key] = _maps(t.combine_chunks(), steps=steps)
+        return self._cache[key]
+
+
+def _empty_table(schema: pa.Schema | None) -> pa.Table:
+    return schema.empty_table() if schema is not None else pa.table({})
+
+
+def _input_files(name: str, uri: str, storage: fs.StorageOptions | None) -> list[str]:
+    files = parquet_files(uri, storage)
+    if not files:   # a Parts pass numbers the files: a missing one would shift the others
+        raise AssertionError(f"pass input {name!r}: no Parquet file at {uri}")
+    return files
+
+
+def _gather(ds: Any, schema: pa.Schema) -> pa.Table:
+    tables = [t for t in ds.iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
+    return pa.concat_tables([_conform(t, schema) for t in tables]) if tables else schema.empty_table()
+
+
+def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3) -> str | None:
+    """A global stage that declares its passes (:meth:`~datapipe.stage.GlobalStage.passes`):
+    the executor runs them over the side files under ``ctx.work_dir``; the last pass's
+    output is the decisions (None when it has no row). The report gets ``removed`` (its
+    rows) and ``passes`` (each pass's timing)."""
+    plan = list(stage.passes(ctx))
+    if not plan:
+        raise ValueError(f"global stage {stage.name!r} declares no passes; return at least the decisions pass")
+    timings: list[dict[str, Any]] = []
+    arts = PassExecutor(ctx.work_dir, ctx.storage, inputs={SIDE: side}, timings=timings,
+                        max_retries=max_retries).run(plan)
+    last = arts[plan[-1].name]
+    ctx.report.update({"removed": last.rows, "passes": timings})
+    return last.uri if last.rows else None

@@ -48,6 +48,7 @@ import pyarrow as pa
 from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import FULL_DISK, ConflictError, JobError, user_error
+from datapipe.passes import run_declared
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
@@ -181,7 +182,10 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
-    return st.make().decide(side, ctx), ctx.report
+    stage = st.make()
+    if stage.declares_passes():   # the engine's executor runs the declared passes
+        return run_declared(stage, side, ctx, max_retries=job.execution.max_retries), ctx.report
+    return stage.decide(side, ctx), ctx.report
 
 
 def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:
@@ -397,8 +401,8 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     """Phase 0's records once every id is unique across splits: the splits holding
     extra copies of an id first read in an earlier split are run again with those
     copies marked ``read:duplicate_id`` where they enter (:mod:`datapipe.unique_ids`)."""
-    files = [(i, r["key"], r["ids"]) for i, r in enumerate(recs) if r.get("ids")]
-    uri, keys = find_duplicates(files, env.id_parts, env.work("ids", "duplicates.parquet"),
+    files = [(r["key"], r["ids"]) for r in recs if r.get("ids")]
+    uri, keys = find_duplicates(files, env.id_parts, env.work("ids", "check"),
                                 max_retries=plan.job.execution.max_retries, storage=env.storage)
     if uri is None:
         return recs

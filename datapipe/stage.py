@@ -44,6 +44,7 @@ from datapipe.errors import JobError
 
 if TYPE_CHECKING:
     from datapipe import fs
+    from datapipe.passes import Pass
     from datapipe.sink import DocumentSink
 
 
@@ -511,6 +512,19 @@ class GlobalStage(Stage):
         ``_row`` (int64: the row's position among that split's rows) and writes the
         result as Parquet under ``<ctx.work_dir>/side/``."""
         raise NotImplementedError
+
+    def passes(self, ctx: "StageContext") -> "Sequence[Pass]":
+        """The stage's passes over the side files, as data (:class:`datapipe.passes.Pass`:
+        inputs, function, partitioning, output, params); the engine's executor runs them
+        on Ray Data and owns their work files, resume keys, commit and timings. The last
+        pass's output is the decisions (same columns and order as :meth:`decide`'s). A
+        stage declares these or overrides :meth:`decide`; when it declares them, the
+        engine never calls :meth:`decide`."""
+        raise NotImplementedError
+
+    def declares_passes(self) -> bool:
+        """Whether this stage declares :meth:`passes` (else it overrides :meth:`decide`)."""
+        return type(self).passes is not GlobalStage.passes
 
     def decide(self, side: list[str], ctx: "StageContext") -> str | None:
         """Once, on the driver, after every split's side file is committed; may run Ray

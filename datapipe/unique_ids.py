@@ -8,10 +8,13 @@ so dedup never sees an extra copy):
 1. while reading, each split's task writes one row per document alive after read to
    ``work/ids/<source>/part-NNNNN.parquet``: the id's 128-bit xxh3 hash, the row and the
    origin; rows are grouped by ``part = hash % parts`` (one row group per part);
-2. after phase 0, one Ray Data task per part (the driver itself when there is one part)
-   reads that part of every split's file (row groups filtered by their statistics) and, per hash seen in more than one split,
-   keeps the first copy in plan order (source, split, row) and decides to drop the
-   others with the first copy's origin as detail;
+2. after phase 0, the check's one declared pass (:func:`check_passes`, run by the
+   engine's :class:`datapipe.passes.PassExecutor`, which owns its files, resume key,
+   commit and timing): one Ray Data task per part (the driver itself when there is one
+   part) reads that part of every split's file (row groups filtered by their
+   statistics) and, per hash seen in more than one split, keeps the first copy in plan
+   order (source, split, row) and decides to drop the others with the first copy's
+   origin as detail;
 3. the splits holding an extra copy (usually none) are run again with those decisions
    applied where the rows enter, as ``read:duplicate_id`` rejects: their outputs and
    stats are what a run that knew from the start would have written, so accounting,
@@ -26,8 +29,7 @@ reading the compact files once; re-runs only for splits that hold extra copies.
 from __future__ import annotations
 
 import math
-import warnings
-from typing import Sequence
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,6 +37,7 @@ import pyarrow.parquet as pq
 
 from datapipe import fs
 from datapipe import schema as S
+from datapipe.passes import Output, Parts, Pass, PassExecutor, parquet_files
 
 REASON = "duplicate_id"
 #: ids per part of the check (a part task's memory: ~40 bytes per id)
@@ -77,63 +80,51 @@ def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | No
             w.write_table(table.slice(int(lo), int(hi - lo)))
 
 
-def _find(files: Sequence[tuple[int, str, str]], part: int, storage: fs.StorageOptions | None) -> pa.Table:
-    """Extra copies among ``part`` of the id files ``(split order, split key, uri)``."""
-    tables = []
-    for order, key, uri in files:
-        fsys, path = fs.resolve(uri, storage)
-        t = pq.read_table(path, filesystem=fsys, filters=[("part", "=", part)],
-                          columns=["h_hi", "h_lo", "_row", "origin"])
-        if t.num_rows:
-            tables.append(t.append_column("_order", pa.array(np.full(t.num_rows, order, np.int64)))
-                           .append_column("_split", pa.array([key] * t.num_rows, pa.string())))
-    if not tables:
-        return _decisions([], [], [])
-    t = pa.concat_tables(tables).sort_by([("h_hi", "ascending"), ("h_lo", "ascending"),
-                                          ("_order", "ascending"), ("_row", "ascending")])
+#: the decisions' columns, as the runner takes them
+DECISIONS_SCHEMA = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
+                              ("detail", pa.string())])
+#: the executor's name for the splits' id files
+IDS = "ids"
+
+
+def extra_copies(t: pa.Table, *, splits: list[str]) -> pa.Table:
+    """The decisions for one part of the id files (``_input``: the file's position, which
+    is its split's position in plan order, ``splits[_input]`` its key): per hash seen more
+    than once, every copy after the first in (split, row) order."""
+    t = t.sort_by([("h_hi", "ascending"), ("h_lo", "ascending"), ("_input", "ascending"), ("_row", "ascending")])
     hi, lo = t.column("h_hi").to_numpy(), t.column("h_lo").to_numpy()
     same = np.r_[False, (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])]
     if not same.any():
-        return _decisions([], [], [])
+        return DECISIONS_SCHEMA.empty_table()
     first = np.maximum.accumulate(np.where(same, 0, np.arange(len(same))))   # each row's group start
     dup = np.flatnonzero(same)
     origins = t.column("origin").take(pa.array(first[dup])).to_pylist()
-    return _decisions(t.column("_split").take(pa.array(dup)).to_pylist(),
-                      t.column("_row").take(pa.array(dup)).to_pylist(),
-                      [f"first copy at {o}" for o in origins])
+    names = np.array(splits, dtype=object)[t.column("_input").to_numpy()[dup]]
+    return pa.table({"_split": pa.array(names.tolist(), pa.string()), "_row": t.column("_row").take(pa.array(dup)),
+                     "reason": pa.array([REASON] * len(dup), pa.string()),
+                     "detail": pa.array([f"first copy at {o}" for o in origins], pa.string())}, schema=DECISIONS_SCHEMA)
 
 
-def _find_parts(batch: pa.Table, files: Sequence[tuple[int, str, str]],
-                storage: fs.StorageOptions | None) -> pa.Table:
-    return pa.concat_tables([_find(files, p, storage) for p in batch.column("part").to_pylist()])
+def check_passes(splits: Sequence[str], parts: int) -> list[Pass]:
+    """The check as a pass: one task per part of the id files (the read tasks wrote one
+    row group per part, so a part task reads only its row groups, and no shuffle is
+    needed; one part runs on the driver), its output the sorted decisions."""
+    return [Pass(name="duplicates", inputs=(IDS,), fn=extra_copies, partitioning=Parts(column="part", parts=parts),
+                 output=Output(schema=DECISIONS_SCHEMA, sort_by=("_split", "_row")),
+                 params={"splits": list(splits)}, columns=("h_hi", "h_lo", "_row", "origin"))]
 
 
-def _decisions(splits: list[str], rows: list[int], details: list[str]) -> pa.Table:
-    return pa.table({"_split": pa.array(splits, pa.string()), "_row": pa.array(rows, pa.int64()),
-                     "reason": pa.array([REASON] * len(rows), pa.string()),
-                     "detail": pa.array(details, pa.string())})
-
-
-def find_duplicates(files: Sequence[tuple[int, str, str]], parts: int, out: str, *, max_retries: int,
-                    storage: fs.StorageOptions | None) -> tuple[str | None, list[str]]:
-    """Run the check's part tasks over the splits' id files. Returns the decisions file
-    written at ``out`` (None: no extra copy anywhere) and the keys of the splits holding
-    extra copies."""
-    if parts == 1:   # one part (< PART_ROWS ids): here, without a task's start-up
-        found = [t for t in [_find(files, 0, storage)] if t.num_rows]
-    else:   # one Ray Data task per part
-        import ray
-
-        ds = ray.data.from_items([{"part": p} for p in range(parts)], override_num_blocks=parts)
-        with warnings.catch_warnings():   # retries only through ray_remote_args in Ray 2.60
-            warnings.filterwarnings("ignore", message="`ray_remote_args` is deprecated")
-            ds = ds.map_batches(_find_parts, fn_kwargs={"files": list(files), "storage": storage}, batch_size=1,
-                                batch_format="pyarrow", num_cpus=1, max_retries=max_retries)
-        found = [t for t in ds.iter_batches(batch_size=None, batch_format="pyarrow") if t.num_rows]
-    if not found:
+def find_duplicates(files: Sequence[tuple[str, str]], parts: int, work: str, *, max_retries: int,
+                    storage: fs.StorageOptions | None, timings: list[dict[str, Any]] | None = None
+                    ) -> tuple[str | None, list[str]]:
+    """Run the check over the splits' id files ``(split key, uri)`` in plan order with
+    the engine's pass executor under ``work`` (a committed check with the same id files
+    is reused). Returns the decisions (None: no extra copy anywhere) and the keys of the
+    splits holding extra copies."""
+    plan = check_passes([key for key, _ in files], parts)
+    art = PassExecutor(work, storage, inputs={IDS: [uri for _, uri in files]}, timings=timings,
+                       max_retries=max_retries).run(plan)["duplicates"]
+    if not art.rows:
         return None, []
-    table = pa.concat_tables(found).sort_by([("_split", "ascending"), ("_row", "ascending")])
-    with fs.AtomicFile(out, storage) as f:
-        pq.write_table(table, f)
-    return out, sorted(set(table.column("_split").to_pylist()))
-
+    tables = [pq.read_table(fs.arrow_input(f, storage), columns=["_split"]) for f in parquet_files(art.uri, storage)]
+    return art.uri, sorted(set(pa.concat_tables(tables).column("_split").to_pylist()))

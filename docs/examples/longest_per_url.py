@@ -5,16 +5,22 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from datapipe import fs
 from datapipe import schema as S
+from datapipe.passes import SIDE, Hash, Output, Pass
 from datapipe.stage import GlobalStage, StageConfig
+
+DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
+                       ("detail", pa.string())])
 
 
 @dataclass(kw_only=True, frozen=True)
 class LongestPerUrlConfig(StageConfig):
-    pass
+    parts: int = 1   # partitions of the side rows (by URL) the decisions pass runs on
+
+    def __post_init__(self) -> None:
+        if self.parts < 1:
+            raise ValueError(f"longest_per_url: parts={self.parts}; use a whole number >= 1")
 
 
 class LongestPerUrl(GlobalStage):
@@ -30,27 +36,25 @@ class LongestPerUrl(GlobalStage):
         return pa.table({"id": batch.column(S.ID), "url": batch.column(S.URL),
                          "chars": pc.utf8_length(batch.column(S.TEXT))})
 
-    def decide(self, side: list[str], ctx) -> str | None:
-        # once, on the driver, over every split's side file (the engine appended _split, _row)
-        tables = []
-        for uri in side:
-            fsys, path = fs.Location(uri, ctx.storage).filesystem()
-            tables.append(pq.read_table(path, filesystem=fsys))
-        t = pa.concat_tables(tables)
-        t = t.filter(pc.is_valid(t.column("url")))
-        t = t.sort_by([("url", "ascending"), ("chars", "descending"), ("_split", "ascending"), ("_row", "ascending")])
-        n = t.num_rows
-        first = np.r_[True, pc.not_equal(t.column("url").slice(1), t.column("url").slice(0, max(n - 1, 0)))
-                      .to_numpy(zero_copy_only=False)] if n else np.zeros(0, bool)
-        kept_at = np.maximum.accumulate(np.where(first, np.arange(n), 0))   # each row's group's longest
-        drop = pa.array(np.flatnonzero(~first))
-        ctx.report["removed"] = len(drop)
-        if not len(drop):
-            return None
-        decisions = pa.table({"_split": t.column("_split").take(drop), "_row": t.column("_row").take(drop),
-                              "reason": pa.array(["shorter"] * len(drop), pa.string()),
-                              "detail": t.column("id").take(pa.array(kept_at[np.flatnonzero(~first)]))})
-        out = ctx.work.join("decisions.parquet")
-        with out.open_write() as f:   # atomic, on a local disk or an object store alike
-            pq.write_table(decisions.sort_by([("_split", "ascending"), ("_row", "ascending")]), f)
-        return out.uri
+    def passes(self, ctx) -> list[Pass]:
+        # one pass, as data: every side row (the engine appended _split, _row), routed by a
+        # hash of its URL so that a URL's rows meet in one call of shorter_ones; its output,
+        # sorted, is the decisions. The engine runs it, keys it by its inputs and params
+        # (a restarted job reuses it), commits and times it.
+        return [Pass(name="decisions", inputs=(SIDE,), fn=shorter_ones,
+                     partitioning=Hash(column="url", parts=self.config.parts),
+                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+
+
+def shorter_ones(t: pa.Table) -> pa.Table:
+    """The decisions for every URL whose rows are all in ``t``."""
+    t = t.filter(pc.is_valid(t.column("url")))
+    t = t.sort_by([("url", "ascending"), ("chars", "descending"), ("_split", "ascending"), ("_row", "ascending")])
+    n = t.num_rows
+    first = np.r_[True, pc.not_equal(t.column("url").slice(1), t.column("url").slice(0, max(n - 1, 0)))
+                  .to_numpy(zero_copy_only=False)] if n else np.zeros(0, bool)
+    kept_at = np.maximum.accumulate(np.where(first, np.arange(n), 0))   # each row's group's longest
+    drop = pa.array(np.flatnonzero(~first))
+    return pa.table({"_split": t.column("_split").take(drop), "_row": t.column("_row").take(drop),
+                     "reason": pa.array(["shorter"] * len(drop), pa.string()),
+                     "detail": t.column("id").take(pa.array(kept_at[np.flatnonzero(~first)]))}, schema=DECISIONS)

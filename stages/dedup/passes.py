@@ -146,10 +146,6 @@ def exact_input(batch: pa.Table, *, parts: int) -> pa.Table:
     return t.add_column(0, "_part", pa.array(part))
 
 
-def exact_kernel(group: pa.Table) -> pa.Table:
-    return G.exact_groups(group.drop_columns(["_part"]))
-
-
 def exact_edges(batch: pa.Table) -> pa.Table:
     """Members of an exact group as edges from their representative."""
     t = batch.filter(pc.is_valid(_col(batch, "rep")))
@@ -171,10 +167,6 @@ def bucket_rows(batch: pa.Table, *, parts: int) -> pa.Table:
     keys = _col(batch, "key").take(parents)
     part = (buckets.to_numpy(zero_copy_only=False) % np.uint64(parts)).astype(np.int64)
     return pa.table({"_part": pa.array(part), "bucket": buckets, "key": keys})
-
-
-def bucket_kernel(group: pa.Table) -> pa.Table:
-    return G.bucket_edges(group.drop_columns(["_part"]))
 
 
 # -- pass 4: verification --------------------------------------------------------------
@@ -264,13 +256,10 @@ def edges_only(batch: pa.Table) -> pa.Table:
     return pa.table({"a": _col(batch, "a"), "b": _col(batch, "b")}, schema=G.EDGE_SCHEMA)
 
 
-def single_part(batch: pa.Table) -> pa.Table:
-    return edges_only(batch).add_column(0, "_part", pa.array(np.zeros(batch.num_rows, np.int64)))
-
-
-def local_decide_kernel(group: pa.Table) -> pa.Table:
-    """Union-find over every edge in one task, then the decisions (see :func:`decide_kernel`)."""
-    return decide_kernel(G.local_components(group.drop_columns(["_part"])))
+def local_decide(group: pa.Table) -> pa.Table:
+    """Union-find over every edge (``a, b``) in one task, then the decisions (see
+    :func:`decide_kernel`)."""
+    return decide_kernel(G.local_components(edges_only(group)))
 
 
 def directed_rows(batch: pa.Table, *, parts: int) -> pa.Table:
@@ -283,14 +272,6 @@ def directed_rows(batch: pa.Table, *, parts: int) -> pa.Table:
 def by_b_rows(batch: pa.Table, *, parts: int) -> pa.Table:
     b = _col(batch, "b")
     return pa.table({"_part": pa.array(string_part(b, parts)), "a": _col(batch, "a"), "b": b})
-
-
-def large_star_kernel(group: pa.Table) -> pa.Table:
-    return G.large_star(group.drop_columns(["_part"]))
-
-
-def small_star_kernel(group: pa.Table) -> pa.Table:
-    return G.small_star(group.drop_columns(["_part"]))
 
 
 # -- pass 6: decisions -----------------------------------------------------------------

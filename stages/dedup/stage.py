@@ -2,9 +2,11 @@
 compact side row in the task that read it; ``decide()`` turns all side rows into drop
 decisions, once, without ever seeing text. See ``docs/dedup.md``.
 
-``decide()`` has two paths that give identical decisions (same kernels, same keys):
+``decide()`` declares its passes (:class:`datapipe.passes.Pass`) and hands them to the
+engine's :class:`datapipe.passes.PassExecutor`, which runs them two ways with identical
+decisions (same kernels, same keys):
 
-* **local** (side rows + index documents <= ``local_rows``): every step in this process
+* **local** (side rows + index documents <= ``local_rows``): every pass in this process
   on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost;
 * **distributed**: Ray Data passes over the side files, joined by durable Parquet
   artifacts (below), every partition bounded by ``partition_rows`` /
@@ -17,6 +19,7 @@ exact          group identical normalised texts; the smallest key           exac
                represents the group further on
 candidates     one row per (representative, band); star edges per bucket   band bucket
 needed         endpoints of candidate pairs, sharded by split              (map)
+               (distributed only)
 verified       attach both endpoints' shingle sets (or signatures), keep   endpoint key
                pairs with similarity >= threshold (``verify_a`` first
                when the join needs more than one partition)
@@ -24,20 +27,21 @@ components     union-find + decisions in one task (<= ``local_max_edges``  (one)
                edges), or alternating large-star / small-star rounds
                (``cc_*``) and then
 decisions      removed document -> reason, survivor, cluster size          root key
+decisions_out  the decisions as the runner takes them, sorted              (gathered)
 =============  ==========================================================  =============
 
-Every pass reads the side files (or the previous artifact) directly: node rows (side rows
-with their survival-order key) are derived as they are read, not written by a pass.
+Every pass reads the side files (or an earlier artifact) directly: node rows (side rows
+with their survival-order key) are derived by the maps of the pass reading them, not
+written by a pass. How many partitions a pass gets and which passes run depend on the
+row counts before it, so the passes go to the executor a few at a time.
 
-Both paths end in ``decisions.parquet`` (``_split, _row, reason, detail``, sorted), the
-report and, with ``index_out``, a new index; all committed under
-``<work_dir>/decide-<input hash>/`` and reused when the same side data and config come
-again (resume).
+The executor owns every artifact (``<work_dir>/passes/<pass>-<key>/``), its resume key,
+commit and timing: a rerun on the same side data and config reuses every committed pass.
+The stage writes only the report and, with ``index_out``, a new index.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import logging
@@ -47,24 +51,23 @@ import time
 from typing import Any, ClassVar, Iterator
 
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from datapipe import fs, passes
+from datapipe.passes import SIDE, STORAGE, Blocks, Input, Output, Pass, Ref, Routed
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, StageContext
 from stages.dedup import graph as G
 from stages.dedup import passes as P
 from stages.dedup.config import DedupConfig
-from stages.dedup.graph import COMPONENT_SCHEMA, EDGE_SCHEMA
 from stages.dedup.minhash import BUCKET_HASH_VERSION, s_curve
 
 log = logging.getLogger(__name__)
 
 INDEX_FORMAT = "datapipe-dedup-index"
 INDEX_VERSION = 2   # 2: keys carry the side row (split, row)
-DONE = "_SUCCESS"
+INDEX = "index"   # the executor's name for the index segments read (index_in)
 
 
 class Dedup(GlobalStage):
@@ -164,25 +167,9 @@ def _write_table(t: pa.Table, path: str, st: fs.StorageOptions | None) -> int:
 DECISION_EMPTY = P.DECISION_SCHEMA.empty_table()
 # -- decide ---------------------------------------------------------------------------
 
-def input_hash(files: list[str], cfg: DedupConfig, st: fs.StorageOptions | None = None) -> str:
-    """What ``decide()``'s artifacts are keyed by: the side files' contents (as a set:
-    file names and order do not matter), the config and the index read."""
-    h = hashlib.sha256()
-    h.update(json.dumps(dataclasses.asdict(cfg), sort_keys=True, default=str).encode())
-    h.update(f"{BUCKET_HASH_VERSION}/{INDEX_VERSION}".encode())
-    for digest in sorted(fs.sha256(f, st) for f in files):
-        h.update(digest.encode())
-    if cfg.index_in:
-        try:
-            h.update(fs.read_bytes(_join(cfg.index_in, "meta.json"), st))
-        except OSError:
-            pass   # _open_index reports it
-    return h.hexdigest()
-
-
 class _Decide:
-    """One ``decide()``: reuse committed artifacts, or run the local or distributed path,
-    then commit decisions, report and index."""
+    """One ``decide()``: the dedup passes, declared and run by the engine's executor
+    (which reuses the committed ones), then the index and the report."""
 
     def __init__(self, cfg: DedupConfig, ctx: StageContext) -> None:
         self.cfg = cfg
@@ -199,86 +186,28 @@ class _Decide:
         t_start = time.perf_counter()
         files = _side_files(side, st)
         work = self.ctx.work_dir if not fs.is_local(self.ctx.work_dir) else os.path.abspath(self.ctx.work_dir)
-        self.root = _join(work, f"decide-{input_hash(files, cfg, st)[:24]}")
-        dec_path = _join(self.root, "decisions.parquet")
-        if fs.is_file(_join(self.root, DONE), st):
-            saved = json.loads(fs.read_text(_join(self.root, "report.json"), st))
-            self.ctx.report.update(saved["report"])
-            log.info("dedup: reusing the committed decisions of %s", self.root)
-            return dec_path if saved["removed"] else None
-        _remove(self.root, st)
-        fs.makedirs(self.root, st)
         index = _open_index(cfg.index_in, cfg, st) if cfg.index_in else None
         n_side = sum(pq.ParquetFile(fs.arrow_input(f, st)).metadata.num_rows for f in files)
         n_index = index["documents"] if index is not None else 0
         local = n_side + n_index <= cfg.local_rows or not files
-        if local:
-            dec, partials, counts, how = self._local(files, index)
-        else:
-            dec, partials, counts, how = _Distributed(self).run(files, index)
+        inputs: dict[str, list[str]] = {passes.SIDE: files}
+        keys: dict[str, str] = {}
+        if index is not None and index["segments"]:   # an index is immutable: its meta.json stands for it
+            inputs[INDEX] = index["segments"]
+            keys[INDEX] = hashlib.sha256(fs.read_bytes(_join(cfg.index_in, "meta.json"), st)
+                                         + cfg.index_in.encode()).hexdigest()
+        self.ex = passes.PassExecutor(_join(work, "passes"), st, inputs=inputs, timings=self.passes, local=local,
+                                      salt=f"dedup/{BUCKET_HASH_VERSION}/{INDEX_VERSION}", input_keys=keys)
+        dec_uri, dec, counts, how = _Chain(self, local).run(files, index)
         counts = {"documents": n_side, **counts}
         counts["removed"] = dec.num_rows
-        _write_table(dec, dec_path, st)
-        report = self._report(partials, counts, how, "local" if local else "distributed",
+        report = self._report(P.report_partials(dec).to_pylist(), counts, how, "local" if local else "distributed",
                               time.perf_counter() - t_start)
-        fs.write_text(_join(self.root, "report.json"), json.dumps({"report": report, "removed": dec.num_rows},
-                                                                  sort_keys=True), st)
-        fs.write_bytes(_join(self.root, DONE), b"", st)
         self.ctx.report.update(report)
-        return dec_path if dec.num_rows else None
+        return dec_uri if dec.num_rows else None
 
     def _timed(self, name: str, t0: float, rows: int) -> None:
         self.passes.append(passes.timing(name, t0, rows))
-
-    # -- the local path -------------------------------------------------------------
-    def _local(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
-        """Every step in this process, on the same kernels as the distributed passes."""
-        cfg = self.cfg
-        t0 = time.perf_counter()
-        side = _read_tables(files, self.st, P.side_schema(cfg.num_perm).append(pa.field(P.SPLIT, pa.string())).append(
-            pa.field(P.ROW, pa.int64())))
-        nodes = P.node_rows(side, ranks=self.ranks, default_rank=self.default_rank)
-        t = pa.table({"key": nodes[P.KEY], "exact": nodes[P.EXACT], "buckets": nodes[P.BUCKETS],
-                      "sig": nodes[P.SIG], "sh": nodes[P.SH]})
-        n_elig = t.num_rows
-        if index is not None and index["segments"]:
-            idx = P.index_rows(_read_tables([f for seg in index["segments"] for f in _parquet_files(seg, self.st)], self.st),
-                               ranks=self.ranks, default_rank=self.default_rank)
-            t = pa.concat_tables([t, S.conform(idx, t.schema)])
-        self._timed("nodes", t0, t.num_rows)
-        counts = {"eligible": n_elig, "index_documents": index["documents"] if index else 0}
-        edges: list[pa.Table] = []
-        reps = t.select(["key", "buckets"])
-        if cfg.exact and n_elig:
-            t0 = time.perf_counter()
-            ex = G.exact_groups(t.select(["key", "exact", "buckets"]))
-            e = P.exact_edges(ex)
-            counts["exact_duplicate_edges"] = e.num_rows
-            edges.append(e)
-            reps = ex.filter(pc.is_null(ex["rep"])).select(["key", "buckets"])
-            self._timed("exact", t0, e.num_rows)
-        if cfg.near and n_elig:
-            t0 = time.perf_counter()
-            cand = G.bucket_edges(P.bucket_rows(reps, parts=1).drop_columns(["_part"]))
-            counts["candidate_edges"] = cand.num_rows
-            self._timed("candidates", t0, cand.num_rows)
-            if cfg.verify != "none" and cand.num_rows:
-                t0 = time.perf_counter()
-                cand = P.verify_pairs(cand, t.select(["key", "sig", "sh"]), cfg.threshold)
-                counts["verified_edges"] = cand.num_rows
-                self._timed("verified", t0, cand.num_rows)
-            edges.append(cand.select(["a", "b"]))
-        t0 = time.perf_counter()
-        all_edges = pa.concat_tables([S.conform(e, EDGE_SCHEMA) for e in edges]) if edges else EDGE_SCHEMA.empty_table()
-        comp = G.local_components(all_edges)
-        counts["removed_nodes"] = comp.num_rows
-        dec = P.decide_kernel(comp)
-        self._timed("components+decisions", t0, dec.num_rows)
-        if cfg.index_out:
-            survivors = P.index_survivors(nodes, removed=dec["node"].combine_chunks())
-            self._write_index(index, lambda path: _write_table(survivors, _join(path, "part-0.parquet"), self.st))
-        partials = P.report_partials(dec).to_pylist()
-        return P.decisions_out(dec), partials, counts, "local" if all_edges.num_rows else "none"
 
     # -- index and report -------------------------------------------------------------
     def _write_index(self, index: dict | None, write_segment) -> None:
@@ -356,197 +285,174 @@ class _Decide:
         return report
 
 
-class _Distributed:
-    """The distributed path: Ray Data passes over the side files, each writing a durable
-    Parquet artifact under ``<decide root>/passes/``."""
+class _Chain:
+    """The dedup passes as declarations (:class:`datapipe.passes.Pass`), handed to the
+    executor a few at a time: how many partitions a pass gets, and whether verification
+    and the star rounds run, depend on the row counts of the passes before it. With
+    ``local`` the executor runs them in this process, with the same functions."""
 
-    def __init__(self, d: _Decide) -> None:
-        self.d = d
-        self.cfg = d.cfg
-        self.st = d.st
-        self.root = _join(d.root, "passes")
-        self.runner = passes.PassRunner(self.root, self.st, d.passes)   # the engine owns the passes' files
-        self._write, self._read, self._group = self.runner.write, self.runner.read, self.runner.group
+    def __init__(self, d: _Decide, local: bool) -> None:
+        self.d, self.cfg, self.st, self.ex, self.local = d, d.cfg, d.st, d.ex, local
         self.bands = d.bands
-        self.cpus = 1   # known once Ray runs (after the first pass)
+        self.cpus = 1   # known once Ray runs
+        self.has_index = False
 
     def _parts(self, rows: int, per_partition: int | None = None) -> int:
-        return passes.PassRunner.parts(rows, per_partition or self.cfg.partition_rows, self.cpus,
-                                       self.cfg.min_partition_rows)
+        if self.local:
+            return 1
+        return passes.partitions(rows, per_partition or self.cfg.partition_rows, self.cpus,
+                                 self.cfg.min_partition_rows)
 
-    def run(self, files: list[str], index: dict | None) -> tuple[pa.Table, list[dict], dict[str, int], str]:
-        cfg, d, fmt = self.cfg, self.d, "pyarrow"
-        # node rows are cheap to derive, so every pass derives them from the side files as it
-        # reads them instead of a pass of their own
+    def _one(self, p: Pass) -> passes.Artifact:
+        return self.ex.run([p])[p.name]
+
+    def side_in(self, *steps) -> Input:
+        """The side files as node rows (derived as they are read), then ``steps``."""
+        return Input(name=SIDE, maps=((P.node_rows, self.ranks), *steps))
+
+    def index_in(self, *steps) -> tuple[Input, ...]:
+        return (Input(name=INDEX, maps=((P.index_rows, self.ranks), *steps)),) if self.has_index else ()
+
+    def run(self, files: list[str], index: dict | None
+            ) -> tuple[str | None, pa.Table, dict[str, int], str]:
+        cfg, d = self.cfg, self.d
         n_elig = sum(_count_valid(f, "exact", self.st) for f in files)
-        ranks = {"ranks": d.ranks, "default_rank": d.default_rank}
+        self.ranks = {"ranks": d.ranks, "default_rank": d.default_rank}
+        if not self.local:
+            import ray
 
-        def nodes(columns: list[str]):
-            return self._read(files).map_batches(P.node_rows, fn_kwargs=ranks, batch_format=fmt).select_columns(columns)
-
-        self.nodes = nodes
-        import ray
-
-        self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
-        index_nodes = None
-        if index is not None and index["segments"]:
-            index_nodes = self._read(index["segments"]).map_batches(
-                P.index_rows, fn_kwargs={"ranks": d.ranks, "default_rank": d.default_rank}, batch_format=fmt)
+            self.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
+        self.has_index = index is not None and bool(index["segments"])
         n_index = index["documents"] if index is not None else 0
-        edge_sets: list[tuple[str, str, int]] = []
+        edges: list[tuple[Input, int]] = []   # what the components read, with its rows
         counts: dict[str, int] = {"eligible": n_elig, "index_documents": n_index}
 
         # exact: identical normalised text
-        reps_source = None
         if cfg.exact and n_elig:
             parts = self._parts(n_elig + n_index)
-
-            def exact_ds():
-                inp = nodes([P.KEY, P.EXACT, P.BUCKETS]).map_batches(
-                    P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt)
-                if index_nodes is not None:
-                    inp = inp.union(index_nodes.map_batches(P.exact_input, fn_kwargs={"parts": parts}, batch_format=fmt))
-                return self._group(inp, parts, P.exact_kernel)
-
-            exact_path, _ = self._write("exact", exact_ds)
-            n_exact = _count_valid(exact_path, "rep", self.st)
-            counts["exact_duplicate_edges"] = n_exact
-            edge_sets.append(("exact", exact_path, n_exact))
-            reps_source = exact_path
+            route = (P.exact_input, {"parts": parts})
+            ex = self._one(Pass(name="exact", inputs=(self.side_in(route), *self.index_in(route)), fn=G.exact_groups,
+                                partitioning=Routed(parts=parts), output=Output()))
+            counts["exact_duplicate_edges"] = _count_valid(ex.uri, "rep", self.st)
+            edges.append((Input(name="exact", columns=("key", "rep"), maps=((P.exact_edges, {}),)),
+                          counts["exact_duplicate_edges"]))
 
         # buckets -> candidate pairs -> verified pairs
         if cfg.near and n_elig:
             n_reps = (n_elig + n_index) - counts.get("exact_duplicate_edges", 0)
             parts = self._parts(max(1, n_reps) * self.bands)
+            route = (P.bucket_rows, {"parts": parts})
+            if "exact_duplicate_edges" in counts:   # the exact groups' representatives
+                ins: tuple[Input, ...] = (Input(name="exact", columns=("key", "rep", "buckets"), maps=(route,)),)
+            else:
+                ins = (self.side_in(route), *self.index_in((_rename_index_for_buckets, {}), route))
+            cand = self._one(Pass(name="candidates", inputs=ins, fn=G.bucket_edges, partitioning=Routed(parts=parts),
+                                  output=Output()))
+            counts["candidate_edges"] = cand.rows
+            near = "candidates"
+            if cfg.verify != "none" and cand.rows:
+                near = self._verify(cand.rows)
+                counts["verified_edges"] = self.ex.done[near].rows
+            edges.append((Input(name=near, columns=("a", "b")), self.ex.done[near].rows))
 
-            def bucket_ds():
-                if reps_source is not None:
-                    inp = self._read(reps_source, ["key", "rep", "buckets"])
-                else:
-                    inp = nodes([P.KEY, P.BUCKETS])
-                    if index_nodes is not None:
-                        inp = inp.union(index_nodes.map_batches(_rename_index_for_buckets, batch_format=fmt))
-                inp = inp.map_batches(P.bucket_rows, fn_kwargs={"parts": parts}, batch_format=fmt)
-                return self._group(inp, parts, P.bucket_kernel)
-
-            cand, n_cand = self._write("candidates", bucket_ds)
-            counts["candidate_edges"] = n_cand
-            near_edges = cand
-            if cfg.verify != "none" and n_cand:
-                near_edges, n_ver = self._verify(cand, n_cand, index_nodes)
-                counts["verified_edges"] = n_ver
-            edge_sets.append(("edges", near_edges, _count_rows(near_edges, self.st)))
-
-        comp, n_comp, how = self._components(edge_sets)
+        comp, n_comp, how = self._components(edges)
         counts["removed_nodes"] = n_comp
-        dec_path = comp if how == "local" else None   # local components write decisions at once
-        if n_comp and dec_path is None:
+        if not n_comp:
+            return None, DECISION_EMPTY, counts, how
+        if how != "local":   # the star rounds end in (a=root, b=node) edges
             parts = self._parts(n_comp)
-            dec_path, _ = self._write("decisions", lambda: self._group(
-                self._read(comp).map_batches(P.by_root_rows, fn_kwargs={"parts": parts}, batch_format=fmt),
-                parts, P.decide_kernel))
-        dec = _read_tables(_parquet_files(dec_path, self.st), self.st, P.DECISION_SCHEMA) if n_comp else DECISION_EMPTY
+            self._one(Pass(name="decisions", inputs=(Input(name=comp, maps=((P.by_root_rows, {"parts": parts}),)),),
+                           fn=P.decide_kernel, partitioning=Routed(parts=parts), output=Output(schema=P.DECISION_SCHEMA)))
+            comp = "decisions"
+        dec = _read_tables(_parquet_files(self.ex.done[comp].uri, self.st), self.st, P.DECISION_SCHEMA)
         # (bounded by the number of duplicates)
+        out = self._one(Pass(name="decisions_out", inputs=(comp,), fn=P.decisions_out, partitioning=Blocks(),
+                             output=Output(schema=P.DECISIONS_SCHEMA, sort_by=(P.SPLIT, P.ROW))))
         if cfg.index_out:
             removed = dec["node"].combine_chunks()
-            d._write_index(index, lambda path: self._index_segment(n_elig, removed, path))
-        return P.decisions_out(dec), P.report_partials(dec).to_pylist(), counts, how
+            d._write_index(index, lambda path: self._index_segment(files, n_elig, removed, path))
+        return out.uri, dec, counts, how
 
-    def _index_segment(self, n_elig: int, removed: pa.Array, path: str) -> int:
+    def _index_segment(self, files: list[str], n_elig: int, removed: pa.Array, path: str) -> int:
+        """This run's surviving documents as a segment of the new index (the index is an
+        output the job names, published whole by :meth:`_Decide._write_index`)."""
         if not n_elig:
             return 0
+        if self.local:
+            nodes = P.node_rows(_read_tables(files, self.st), **self.ranks)
+            return _write_table(P.index_survivors(nodes, removed=removed), _join(path, "part-0.parquet"), self.st)
         fsys, p = fs.resolve(path, self.st)
-        self.nodes([P.KEY, P.EXACT, P.BUCKETS, P.SIG]).map_batches(
+        passes.read_dataset(files, self.st).map_batches(P.node_rows, fn_kwargs=self.ranks,
+                                                        batch_format="pyarrow").map_batches(
             P.index_survivors, fn_kwargs={"removed": removed}, batch_format="pyarrow").write_parquet(p, filesystem=fsys)
         return _count_rows(path, self.st)
 
-    def _verify(self, cand: str, n_cand: int, index_nodes) -> tuple[str, int]:
-        cfg, fmt = self.cfg, "pyarrow"
+    def _verify(self, n_cand: int) -> str:
+        """Candidate pairs -> the similar ones; returns the name of the pass that has them."""
+        cfg = self.cfg
         npm = cfg.num_perm
         parts = self._parts(3 * n_cand, cfg.verify_partition_rows)   # pairs + at most 2 documents each
+        needed: Any = None
+        shards = 1
+        if not self.local:   # only documents that are in a candidate pair need to travel
+            shards = max(1, math.ceil(2 * n_cand / cfg.shard_rows))
+            self._one(Pass(name="needed", inputs=("candidates",), fn=P.needed_keys, partitioning=Blocks(),
+                           output=Output(partition_cols=(P.SHARD,)), params={"shards": shards}))
+            needed = Ref(name="needed")
 
-        # only documents that are in a candidate pair need to travel
-        shards = max(1, math.ceil(2 * n_cand / cfg.shard_rows))
-        needed, _ = self._write("needed", lambda: self._read(cand).map_batches(
-            P.needed_keys, fn_kwargs={"shards": shards}, batch_format=fmt), partition_cols=[P.SHARD])
+        def payload(carry: bool) -> tuple[Input, ...]:
+            step = (P.payload_side, {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed,
+                                     "shards": shards, "storage": STORAGE})
+            return (self.side_in(step), *self.index_in(step))
 
-        def payload(carry: bool):
-            kw = {"parts": parts, "num_perm": npm, "carry": carry, "needed_dir": needed, "shards": shards,
-                  "storage": self.st}
-            pay = self.nodes([P.KEY, P.SIG, P.SH, P.BATCH]).map_batches(
-                P.payload_side, fn_kwargs=kw, batch_format=fmt)
-            if index_nodes is not None:
-                pay = pay.union(index_nodes.map_batches(P.payload_side, fn_kwargs=kw, batch_format=fmt))
-            return pay
+        def pairs(src: str, on: str, carry: bool) -> Input:
+            return Input(name=src, maps=((P.edge_side, {"on": on, "parts": parts, "num_perm": npm, "carry": carry}),))
 
-        def join_a():
-            e = self._read(cand).map_batches(P.edge_side, fn_kwargs={"on": "a", "parts": parts, "num_perm": npm,
-                                                                       "carry": False}, batch_format=fmt)
-            return self._group(e.union(payload(False)), parts, P.join_a_kernel)
-
-        if parts == 1:  # one partition: both endpoints in one go
-            def join_both():
-                e = self._read(cand).map_batches(P.edge_side, fn_kwargs={"on": "a", "parts": 1, "num_perm": npm,
-                                                                           "carry": False}, batch_format=fmt)
-                return self._group(e.union(payload(False)), 1, P.join_both_kernel, threshold=cfg.threshold)
-
-            out, n = self._write("verified", join_both)
+        if parts == 1:   # one partition: both endpoints in one go
+            self._one(Pass(name="verified", inputs=(pairs("candidates", "a", False), *payload(False)),
+                           fn=P.join_both_kernel, partitioning=Routed(parts=1), output=Output(),
+                           params={"threshold": cfg.threshold}))
             self.d.passes[-1]["rows_in"] = n_cand
-            return out, n
-        half, n_half = self._write("verify_a", join_a)
-
-        def join_b():
-            e = self._read(half).map_batches(P.edge_side, fn_kwargs={"on": "b", "parts": parts, "num_perm": npm,
-                                                                       "carry": True}, batch_format=fmt)
-            return self._group(e.union(payload(True)), parts, P.join_b_kernel, threshold=cfg.threshold)
-
-        out, n = self._write("verified", join_b)
+            return "verified"
+        self._one(Pass(name="verify_a", inputs=(pairs("candidates", "a", False), *payload(False)),
+                       fn=P.join_a_kernel, partitioning=Routed(parts=parts), output=Output()))
+        self._one(Pass(name="verified", inputs=(pairs("verify_a", "b", True), *payload(True)),
+                       fn=P.join_b_kernel, partitioning=Routed(parts=parts), output=Output(),
+                       params={"threshold": cfg.threshold}))
         self.d.passes[-2]["rows_in"] = n_cand
-        return out, n
+        return "verified"
 
-    def _components(self, edge_sets: list[tuple[str, str, int]]) -> tuple[str, int, str]:
-        cfg, fmt = self.cfg, "pyarrow"
-        n_edges = sum(n for _, _, n in edge_sets)
-
-        def all_edges():
-            dss = []
-            for kind, p, n in edge_sets:
-                if n == 0:
-                    continue
-                if kind == "exact":
-                    dss.append(self._read(p, ["key", "rep"]).map_batches(P.exact_edges, batch_format=fmt))
-                else:
-                    dss.append(self._read(p, ["a", "b"], EDGE_SCHEMA))
-            out = dss[0] if dss else _empty(EDGE_SCHEMA)
-            for d in dss[1:]:
-                out = out.union(d)
-            return out.map_batches(P.edges_only, batch_format=fmt)
-
+    def _components(self, edges: list[tuple[Input, int]]) -> tuple[str, int, str]:
+        """The connected components of every edge; returns the pass that holds them (with
+        ``local``: the decisions themselves), its rows and how they were found."""
+        cfg = self.cfg
+        n_edges = sum(n for _, n in edges)
+        ins = tuple(i for i, n in edges if n)
         if n_edges == 0:
-            path, _ = self._write("components", lambda: _empty(COMPONENT_SCHEMA))
-            return path, 0, "none"
-        local = cfg.components == "local" or (cfg.components == "auto" and n_edges <= cfg.local_max_edges)
-        if local:
-            path, n = self._write("components+decisions", lambda: self._group(
-                all_edges().map_batches(P.single_part, batch_format=fmt), 1, P.local_decide_kernel))
-            return path, n, "local"
+            return "", 0, "none"
+        if self.local or cfg.components == "local" or (cfg.components == "auto" and n_edges <= cfg.local_max_edges):
+            art = self._one(Pass(name="components+decisions", inputs=ins, fn=P.local_decide,
+                                 partitioning=Routed(parts=1), output=Output(schema=P.DECISION_SCHEMA)))
+            return "components+decisions", art.rows, "local"
         # alternating large-star / small-star over Ray Data
-        cur, rows = self._write("cc_edges_0", all_edges)
+        cur = self._one(Pass(name="cc_edges_0", inputs=ins, fn=P.edges_only, partitioning=Blocks(), output=Output()))
+        src, rows = "cc_edges_0", cur.rows
         for rnd in range(1, cfg.max_rounds + 1):
             parts = self._parts(2 * rows)
-            src = cur
-            ls, rows_ls = self._write(f"cc_ls_{rnd}", lambda: self._group(self._read(src, ["a", "b"]).map_batches(
-                P.directed_rows, fn_kwargs={"parts": parts}, batch_format=fmt), parts, P.large_star_kernel))
-            parts = self._parts(rows_ls)
-            ss, rows = self._write(f"cc_ss_{rnd}", lambda: self._group(self._read(ls, ["a", "b"]).map_batches(
-                P.by_b_rows, fn_kwargs={"parts": parts}, batch_format=fmt), parts, P.small_star_kernel))
-            changed = _any_true(ls, "changed", self.st) or _any_true(ss, "changed", self.st)
-            for old in (src, ls):
-                _remove(old, self.st)
-            cur = ss
+            ls = self._one(Pass(name=f"cc_ls_{rnd}", inputs=(Input(name=src, columns=("a", "b"), maps=(
+                (P.directed_rows, {"parts": parts}),)),), fn=G.large_star, partitioning=Routed(parts=parts),
+                output=Output()))
+            parts = self._parts(ls.rows)
+            ss = self._one(Pass(name=f"cc_ss_{rnd}", inputs=(Input(name=f"cc_ls_{rnd}", columns=("a", "b"), maps=(
+                (P.by_b_rows, {"parts": parts}),)),), fn=G.small_star, partitioning=Routed(parts=parts),
+                output=Output()))
+            changed = _any_true(ls.uri, "changed", self.st) or _any_true(ss.uri, "changed", self.st)
+            for old in (src, f"cc_ls_{rnd}"):
+                self.ex.discard(old)
+            src, rows = f"cc_ss_{rnd}", ss.rows
             log.info("dedup components round %d: %d edges, changed: %s", rnd, rows, changed)
             if not changed:  # every component is a star around its smallest key: (a=root, b=node)
-                return ss, rows, f"distributed ({rnd} rounds)"
+                return src, rows, f"distributed ({rnd} rounds)"
         raise SpecError(f"dedup: connected components did not converge in max_rounds={cfg.max_rounds} rounds; "
                         "raise max_rounds")
 
@@ -564,12 +470,6 @@ def _bin_order(b: str) -> int:
 
 def _rename_index_for_buckets(batch: pa.Table) -> pa.Table:
     return pa.table({P.KEY: batch.column("key"), P.BUCKETS: batch.column("buckets")})
-
-
-def _empty(schema: pa.Schema):
-    import ray
-
-    return ray.data.from_arrow(schema.empty_table())
 
 
 def _copy_dir(src: str, dst: str, st: fs.StorageOptions | None) -> None:

@@ -131,9 +131,13 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
         # tested on arbitrary partitionings in tests/unit/test_dedup.py)
         rb, rep_b = _run(tmp_path, "b", _tables(corpus, PRIORITY, rows_per_block=7), local_rows=0,
                          partition_rows=150, verify_partition_rows=10, min_partition_rows=1)
+        # and the components in large-star / small-star rounds of their own passes
+        rc, rep_c = _run(tmp_path, "c", _tables(corpus, PRIORITY, rows_per_block=7), local_rows=0,
+                         components="distributed", partition_rows=150, min_partition_rows=1)
     finally:
         ctx.execution_options.resource_limits = old_limits
-    assert ra == rb
+    assert ra == rb == rc
+    assert rep_c["components"].startswith("distributed (") and any(p["pass"] == "decisions" for p in rep_c["passes"])
     assert rep_a["path"] == "local" and rep_b["path"] == "distributed"
     want = _expected(corpus, PRIORITY)
     assert {i: d for i, (_, d) in ra.items()} == want
@@ -158,15 +162,18 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
 def test_rerun_reuses_committed_decisions(tmp_path, corpus):
     tables = _tables(corpus, PRIORITY, rows_per_block=9)
     first, rep1 = _run(tmp_path, "w", tables)
-    work = tmp_path / "w"
-    (root,) = [p for p in work.iterdir() if p.name.startswith("decide-")]
-    stamp = (root / "decisions.parquet").stat().st_mtime_ns
+    assert rep1["passes"] and not any(p["reused"] for p in rep1["passes"])
+    passes = tmp_path / "w" / "passes"
+    stamps = {p.name: p.stat().st_mtime_ns for p in passes.rglob("*.parquet")}
     again, rep2 = _run(tmp_path, "w", tables)
-    assert again == first and rep2 == rep1
-    assert (root / "decisions.parquet").stat().st_mtime_ns == stamp      # reused, not recomputed
-    # other side data: other decisions, in their own folder
-    fewer, _ = _run(tmp_path, "w", _tables(corpus, ("wiki", "web"), rows_per_block=9))
-    assert fewer != first and len([p for p in work.iterdir() if p.name.startswith("decide-")]) == 2
+    assert again == first and all(p["reused"] for p in rep2["passes"])    # the executor's commits, reused
+    assert [p["pass"] for p in rep2["passes"]] == [p["pass"] for p in rep1["passes"]]
+    assert {k: v for k, v in rep2.items() if k not in ("passes", "seconds")} == \
+           {k: v for k, v in rep1.items() if k not in ("passes", "seconds")}
+    assert {p.name: p.stat().st_mtime_ns for p in passes.rglob("*.parquet")} == stamps   # not recomputed
+    # other side data: other decisions, in their own artifacts
+    fewer, rep3 = _run(tmp_path, "w", _tables(corpus, ("wiki", "web"), rows_per_block=9))
+    assert fewer != first and not any(p["reused"] for p in rep3["passes"])
 
 
 @pytest.mark.parametrize("local_rows", [200_000, 0], ids=["local", "distributed"])

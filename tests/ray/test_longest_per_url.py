@@ -51,7 +51,7 @@ def test_longest_document_per_url_is_kept_across_splits(ray_session, tmp_path):
         sources:
           - {name: web, format: jsonl, paths: [data/*.jsonl], options: {id_key: id, url_key: url}}
         stages:
-          - longest_per_url: {}
+          - longest_per_url: {parts: 2}
     """))
     result = run_job(load_job(spec), echo=lambda line: None)
     kept = pq.read_table(tmp_path / "out" / "documents")
@@ -61,4 +61,6 @@ def test_longest_document_per_url_is_kept_across_splits(ray_session, tmp_path):
     assert set(rejects.column("reject_reason").to_pylist()) == {"longest_per_url:shorter"}
     kept_id = kept.filter(pc.equal(kept.column("source_id"), "a2")).column("id")[0].as_py()
     assert rejects.column("reject_detail").to_pylist() == [kept_id, kept_id]
-    assert result.report["stage_reports"]["longest_per_url"] == {"removed": 2}
+    report = result.report["stage_reports"]["longest_per_url"]
+    assert report["removed"] == 2
+    assert [(p["pass"], p["rows"], p["reused"]) for p in report["passes"]] == [("decisions", 2, False)]

@@ -95,9 +95,13 @@ def test_check_in_parts_finds_what_one_part_finds(ray_session, tmp_path):
                               S.REJECT_REASON: pa.nulls(len(ids), pa.string())})
             path = str(tmp_path / f"p{parts}" / f"{order}.parquet")
             write_ids(path, [id_rows(batch, 0, parts)], None)
-            files.append((order, key, path))
-        uri, keys = find_duplicates(files, parts, str(tmp_path / f"p{parts}" / "dups.parquet"),
-                                       max_retries=1, storage=None)
+            files.append((key, path))
+        timings: list = []
+        for _ in range(2):   # the second time the committed check is reused
+            uri, keys = find_duplicates(files, parts, str(tmp_path / f"p{parts}" / "check"), max_retries=1,
+                                        storage=None, timings=timings)
+        assert [(t["pass"], t["rows"], t["reused"]) for t in timings] == [("duplicates", 4, False),
+                                                                          ("duplicates", 4, True)]
         found[parts] = (pq.read_table(uri).to_pylist(), keys)
     rows, keys = found[1]
     assert found[3] == found[1] and keys == ["s/00001", "s/00002"]
