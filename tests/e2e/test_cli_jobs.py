@@ -67,8 +67,8 @@ def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sampl
     cmd = [str(ray_bin), "job", "submit", "--address", ray_cluster["dashboard"], "--working-dir", str(repo_dir),
            "--runtime-env-json", json.dumps(runtime_env),
            "--", "python", "-m", "datapipe", "run", "jobs/sample.yaml", "--output", str(out)]
-    deadline = time.time() + 120
-    while True:  # a fresh head's job agent can take a moment to come up
+    deadline = time.time() + 300
+    while True:  # a fresh (or, on a loaded machine, a busy) head's job agent can take a while to answer
         proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
         if proc.returncode == 0 or "No available agent" not in proc.stderr + proc.stdout or time.time() > deadline:
             break
