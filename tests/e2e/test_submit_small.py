@@ -90,7 +90,7 @@ def test_ray_job_submit_small_job_as_documented(ray_cluster, repo_dir, tmp_path,
         assert (submitted / name).read_bytes() == (local / name).read_bytes(), name
 
     # the shards hold the documents' final text: PII scrubbed in both
-    from datapipe.tokenizer import load_tokenizer
+    from stages.tokenize.identity import load_tokenizer
 
     tok = load_tokenizer(str(shared_dir / "tokenizers" / "gpt2"))
     docs = [r for f in sorted((local / "documents").rglob("*.parquet")) for r in pq.read_table(f).to_pylist()]
