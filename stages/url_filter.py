@@ -61,6 +61,7 @@ from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, StageConfig
+from stages._radix import RadixIndex
 
 log = logging.getLogger(__name__)
 
@@ -446,36 +447,19 @@ class StringSet:
         self.hashes = h[order]
         self.values = arr.take(pa.array(order))
         self.payload = payload[order] if payload is not None else None
-        # radix index: the top ``bits`` of a hash -> where its bucket starts (2-4 entries each)
-        self.bits = max(1, min(24, int(len(h)).bit_length() - 1))
-        top = (self.hashes >> np.uint64(64 - self.bits)).astype(np.int64)
-        self.bucket = np.searchsorted(top, np.arange(2**self.bits + 1)).astype(np.int32 if len(top) < 2**31 else np.int64)
+        self.radix = RadixIndex(self.hashes)
 
     def __len__(self) -> int:
         return len(self.hashes)
 
     @property
     def nbytes(self) -> int:
-        return int(self.hashes.nbytes + self.values.nbytes + self.bucket.nbytes
+        return int(self.hashes.nbytes + self.values.nbytes + self.radix.nbytes
                    + (self.payload.nbytes if self.payload is not None else 0))
 
     def _positions(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, the position of its first equal entry, or -1 (two array reads per
-        query through the radix index instead of a binary search)."""
-        b = (hashes >> np.uint64(64 - self.bits)).astype(np.int64)
-        lo, hi = self.bucket[b], self.bucket[b + 1]
-        out = np.full(len(hashes), -1, dtype=np.int64)
-        todo = np.flatnonzero(hi > lo)
-        step = 0
-        while len(todo):
-            k = lo[todo] + step
-            live = k < hi[todo]
-            todo, k = todo[live], k[live]
-            eq = self.hashes[k] == hashes[todo]
-            out[todo[eq]] = k[eq]
-            todo = todo[~eq]
-            step += 1
-        return out
+        """Per hash, the position of its first equal entry, or -1."""
+        return self.radix.positions(hashes)
 
     def value(self, k: int) -> str:
         return self.values[k].as_py()

@@ -28,6 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe import fs
+from stages._radix import RadixIndex
 
 log = logging.getLogger(__name__)
 
@@ -146,39 +147,20 @@ class NgramIndex:
 
     @property
     def nbytes(self) -> int:
-        return int(self.hashes.nbytes + self.bench.nbytes + self._bucket().nbytes)
+        return int(self.hashes.nbytes + self.bench.nbytes + self._radix_index().nbytes)
 
     def __len__(self) -> int:
         return len(self.hashes)
 
-    def _bucket(self) -> np.ndarray:
-        b = getattr(self, "_radix", None)
-        if b is None:
-            self._bits = max(1, min(24, int(len(self.hashes)).bit_length() - 1))
-            top = (self.hashes >> np.uint64(64 - self._bits)).astype(np.int64)
-            b = self._radix = np.searchsorted(top, np.arange(2**self._bits + 1)).astype(np.int32 if len(top) < 2**31 else np.int64)
-        return b
+    def _radix_index(self) -> RadixIndex:
+        r = getattr(self, "_radix", None)
+        if r is None:
+            r = self._radix = RadixIndex(self.hashes)
+        return r
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, its position in the index or -1 (a radix index over the top bits
-        of the sorted hashes: a couple of array reads per query)."""
-        out = np.full(len(hashes), -1, dtype=np.int64)
-        if not len(self.hashes) or not len(hashes):
-            return out
-        bucket = self._bucket()
-        b = (hashes >> np.uint64(64 - self._bits)).astype(np.int64)
-        lo, hi = bucket[b], bucket[b + 1]
-        todo = np.flatnonzero(hi > lo)
-        step = 0
-        while len(todo):
-            k = lo[todo] + step
-            live = k < hi[todo]
-            todo, k = todo[live], k[live]
-            eq = self.hashes[k] == hashes[todo]
-            out[todo[eq]] = k[eq]
-            todo = todo[~eq]
-            step += 1
-        return out
+        """Per hash, its position in the index or -1 (:class:`stages._radix.RadixIndex`)."""
+        return self._radix_index().positions(hashes)
 
     def save(self, uri: str) -> None:
         buf = io.BytesIO()
