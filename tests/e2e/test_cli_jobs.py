@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from cli_helper import _data_files, _datapipe, _env
+from cli_helper import _data_files, _datapipe, _env, _submit
 
 pytestmark = pytest.mark.e2e
 
@@ -67,12 +67,7 @@ def test_ray_job_submit_runs_the_same_job(ray_cluster, repo_dir, tmp_path, sampl
     cmd = [str(ray_bin), "job", "submit", "--address", ray_cluster["dashboard"], "--working-dir", str(repo_dir),
            "--runtime-env-json", json.dumps(runtime_env),
            "--", "python", "-m", "datapipe", "run", "jobs/sample.yaml", "--output", str(out)]
-    deadline = time.time() + 300
-    while True:  # a fresh (or, on a loaded machine, a busy) head's job agent can take a while to answer
-        proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=900)
-        if proc.returncode == 0 or "No available agent" not in proc.stderr + proc.stdout or time.time() > deadline:
-            break
-        time.sleep(5)
+    proc = _submit(cmd, env, repo_dir, timeout=900)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     assert "succeeded" in (proc.stdout + proc.stderr).lower()
     assert _data_files(out) == _data_files(reference)

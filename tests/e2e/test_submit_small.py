@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 import sys
 import textwrap
-import time
 from pathlib import Path
 
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 
-from cli_helper import _data_files, _datapipe, _env
+from cli_helper import _data_files, _datapipe, _env, _submit
 
 pytestmark = pytest.mark.e2e
 
@@ -77,12 +75,7 @@ def test_ray_job_submit_small_job_as_documented(ray_cluster, repo_dir, tmp_path,
     cmd = [str(Path(sys.executable).with_name("ray")), "job", "submit", "--address", ray_cluster["dashboard"],
            "--working-dir", str(repo_dir), "--runtime-env-json", json.dumps(runtime_env),
            "--", "python", "-m", "datapipe", "run", str(spec), "--output", str(submitted)]
-    deadline = time.time() + 300
-    while True:  # a fresh (or, on a loaded machine, a busy) head's job agent can take a while to answer
-        proc = subprocess.run(cmd, env=env, cwd=repo_dir, capture_output=True, text=True, timeout=600)
-        if proc.returncode == 0 or "No available agent" not in proc.stderr + proc.stdout or time.time() > deadline:
-            break
-        time.sleep(5)
+    proc = _submit(cmd, env, repo_dir, timeout=600)
     assert proc.returncode == 0, proc.stdout[-5000:] + proc.stderr[-3000:]
     assert "succeeded" in (proc.stdout + proc.stderr).lower()
     assert _data_files(submitted) == _data_files(local)
