@@ -8,7 +8,13 @@ Gutenberg books and the RedPajama/CCNet samples (never in the evaluation set), c
 ~20 KB documents; 300 of them get an evaluation item planted verbatim, 300 with case
 edits and 300 with punctuation edits. CPU seconds (``time.process_time``), one core.
 
-    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40]
+Two index kinds are measured on the same documents: ``exact`` (sorted uint64 hashes,
+radix lookup; what ``index_kind: exact`` ships) and ``bloom`` (Bloom filters at
+``--fpr`` per n-gram, ``index_kind: bloom``). Its false-positive rate is measured on the
+documents' own n-grams: those the Bloom filter holds but the exact index does not (per
+n-gram, and as clean documents it would drop that the exact index keeps).
+
+    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-6] [--benchmarks 1]
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from stages.decontam.ngrams import index_from_hashes, match, text_ngram_hashes  # noqa: E402
+from stages.decontam.ngrams import (BloomIndex, index_from_hashes, match, ngram_hashes, normalize,  # noqa: E402
+                                    text_ngram_hashes, words)
 
 N = 13
 
@@ -123,6 +130,9 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=40.0, help="MB of documents to scan")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--planted", type=int, default=300, help="documents planted per kind of edit")
+    ap.add_argument("--fpr", type=float, default=1e-6, help="the Bloom filters' false-positive rate per n-gram")
+    ap.add_argument("--benchmarks", type=int, default=1,
+                    help="split the evaluation items into this many benchmarks (Bloom: one filter each, too)")
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"ngrams": 20_000, "mb": 0.5, "planted": 20})
@@ -152,13 +162,27 @@ def main() -> None:
     for i in range(0, len(items), 4096):
         h, _ = text_ngram_hashes(items[i:i + 4096], N)
         hs.append(h)
-    index = index_from_hashes(np.concatenate(hs), np.zeros(sum(map(len, hs)), np.uint16), n=N, names=["bench"])
+    names = [f"bench{b}" for b in range(args.benchmarks)]
+    bench_of = np.concatenate([np.full(len(h), (i * args.benchmarks) // len(hs), np.uint16) for i, h in enumerate(hs)])
+    index = index_from_hashes(np.concatenate(hs), bench_of, n=N, names=names)
     t_index = time.process_time() - t0
+    t0 = time.process_time()
+    bloom = BloomIndex.from_index(index, args.fpr)
+    t_bloom_build = time.process_time() - t0
 
     batches = [pa.array(docs[i:i + args.batch], pa.string()) for i in range(0, len(docs), args.batch)]
     t0 = time.process_time()
-    hit = np.concatenate([match(b, index).first_pos >= 0 for b in batches])
+    hit = np.concatenate([match(b, index).first_bench >= 0 for b in batches])
     t_ours = time.process_time() - t0
+    t0 = time.process_time()
+    bhit_bloom = np.concatenate([match(b, bloom).first_bench >= 0 for b in batches])
+    t_bloom = time.process_time() - t0
+    queried = false_pos = 0
+    for b in batches:   # the Bloom filters' false positives on the documents' own n-grams
+        h, _ = ngram_hashes(words(normalize(b)), N)
+        in_bloom = bloom.benchmarks(h) >= 0
+        queried += len(h)
+        false_pos += int((in_bloom & (index.benchmarks(h) < 0)).sum())
 
     t0 = time.process_time()
     grams = _baseline_set(items)
@@ -174,11 +198,15 @@ def main() -> None:
     print(f"{'':44} {'index s':>8} {'index MB':>9} {'scan s':>8} {'docs/s':>9} {'MB/s':>7}")
     print(f"{'decontaminate (numpy hashes, radix index)':44} {t_index:8.1f} {index.nbytes / 1e6:9.1f} {t_ours:8.2f} "
           f"{len(docs) / t_ours:9,.0f} {mb / t_ours:7.2f}")
+    print(f"{f'decontaminate bloom (fpr {args.fpr:g}, k={bloom.all.k})':44} {t_index + t_bloom_build:8.1f} "
+          f"{bloom.nbytes / 1e6:9.1f} {t_bloom:8.2f} {len(docs) / t_bloom:9,.0f} {mb / t_bloom:7.2f}   "
+          f"({bloom.nbytes * 8 / max(1, len(index)):.1f} bits/n-gram vs exact {index.nbytes * 8 / max(1, len(index)):.0f})")
     print(f"{'baseline: Python regex + set of 13-gram str':44} {t_bset:8.1f} {set_mb:9.1f} {t_base:8.2f} "
           f"{len(docs) / t_base:9,.0f} {mb / t_base:7.2f}   (scan timed on {sub:,} docs, scaled)")
     for kind in ("verbatim", "case", "punctuation"):
         rows = [j for j, k in planted.items() if k == kind]
-        print(f"recall {kind:12}: {hit[rows].mean():.3f} ({int(hit[rows].sum())}/{len(rows)})")
+        print(f"recall {kind:12}: exact {hit[rows].mean():.3f} ({int(hit[rows].sum())}/{len(rows)}), "
+              f"bloom {bhit_bloom[rows].mean():.3f} ({int(bhit_bloom[rows].sum())}/{len(rows)})")
         if os.environ.get("DEBUG_MISSES"):
             for j in rows:
                 if not hit[j]:
@@ -186,6 +214,9 @@ def main() -> None:
     clean = np.array([j not in planted for j in range(len(docs))])
     print(f"clean documents flagged: {int(hit[clean].sum())} of {int(clean.sum())} "
           "(real 13-gram overlaps, e.g. the Project Gutenberg licence text every book carries; see the baseline agreement below)")
+    print(f"bloom false positives: {false_pos} of {queried:,} document n-grams ({false_pos / max(1, queried):.2e}, "
+          f"configured {args.fpr:g}); clean documents bloom flags and exact keeps: "
+          f"{int((bhit_bloom & ~hit)[clean].sum())} of {int(clean.sum())}")
     agree = (hit[:sub] == bhit).mean()
     print(f"decisions equal to the baseline's on the timed subset: {agree:.4f}")
 
