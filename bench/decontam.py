@@ -14,7 +14,7 @@ radix lookup; what ``index_kind: exact`` ships) and ``bloom`` (Bloom filters at
 documents' own n-grams: those the Bloom filter holds but the exact index does not (per
 n-gram, and as clean documents it would drop that the exact index keeps).
 
-    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-6] [--benchmarks 1]
+    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-8] [--benchmarks 1]
 """
 
 from __future__ import annotations
@@ -130,7 +130,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=40.0, help="MB of documents to scan")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--planted", type=int, default=300, help="documents planted per kind of edit")
-    ap.add_argument("--fpr", type=float, default=1e-6, help="the Bloom filters' false-positive rate per n-gram")
+    ap.add_argument("--fpr", type=float, default=1e-8, help="the Bloom filters' false-positive rate per n-gram")
     ap.add_argument("--benchmarks", type=int, default=1,
                     help="split the evaluation items into this many benchmarks (Bloom: one filter each, too)")
     from bench import _smoke  # the repository is on sys.path (above)

@@ -66,7 +66,7 @@ class DecontamConfig(StageConfig):
     #: exact (sorted hashes), bloom (Bloom filters at bloom_fpr), auto (bloom above bloom_above n-grams)
     index_kind: Literal["exact", "bloom", "auto"] = "auto"
     #: false-positive rate per n-gram lookup of the Bloom filters
-    bloom_fpr: float = 1e-6
+    bloom_fpr: float = 1e-8
     #: with index_kind auto: distinct n-grams above which the Bloom filters are used
     bloom_above: int = 20_000_000
     #: evaluation files totalling fewer bytes build the index in the driver's process
@@ -77,7 +77,7 @@ class DecontamConfig(StageConfig):
         if self.index_kind not in ("exact", "bloom", "auto"):
             raise SpecError(f"decontaminate: index_kind must be exact, bloom or auto, got {self.index_kind!r}")
         if not 0 < self.bloom_fpr < 0.5:
-            raise SpecError(f"decontaminate: bloom_fpr={self.bloom_fpr} must be in (0, 0.5); 1e-6 is the default")
+            raise SpecError(f"decontaminate: bloom_fpr={self.bloom_fpr} must be in (0, 0.5); 1e-8 is the default")
         if self.bloom_above < 0 or self.local_build_bytes < 0:
             raise SpecError("decontaminate: bloom_above and local_build_bytes must be >= 0")
         if self.n < 2:

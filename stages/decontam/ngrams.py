@@ -14,8 +14,8 @@ byte buffer, all numpy), and an n-gram's hash combines its ``n`` word hashes
 polynomially, so a batch is hashed with a handful of vector passes, no Python per word.
 Membership is exact up to 64-bit hash collisions (probability ~ index size / 2**64 per
 lookup: 5e-14 for 1M n-grams) with :class:`NgramIndex`; :class:`BloomIndex` trades that
-for memory (Bloom filters: ``-ln(fpr) / ln(2)**2`` bits an n-gram, 3.6 bytes at the
-default ``fpr`` 1e-6 instead of 10).
+for memory (Bloom filters: ``-ln(fpr) / ln(2)**2`` bits an n-gram, 4.8 bytes at the
+default ``bloom_fpr`` 1e-8 instead of 10).
 """
 
 from __future__ import annotations
