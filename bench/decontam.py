@@ -15,6 +15,7 @@ documents' own n-grams: those the Bloom filter holds but the exact index does no
 n-gram, and as clean documents it would drop that the exact index keeps).
 
     .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-8] [--benchmarks 1]
+    .venv/bin/python bench/decontam.py --ngrams 8000000 --eval-share 0.7 --mb 20 --planted 200
 """
 
 from __future__ import annotations
@@ -49,7 +50,9 @@ def _books(shared: Path) -> list[Path]:
     return sorted((shared / "corpora" / "books" / "gutenberg").glob("*.txt.gz"))
 
 
-def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
+def _eval_items(shared: Path, want: int, share: float = 1.0) -> tuple[list[str], int]:
+    """60-word items up to ``want`` n-grams; of each Gutenberg book only its first
+    ``share`` of the text (the rest may become documents)."""
     sources = [(shared / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8"),
                (shared / "corpora" / "books" / "tinyshakespeare.txt").read_text(encoding="utf-8")]
     items: list[str] = []
@@ -57,8 +60,16 @@ def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
     books = iter(_books(shared))
     used_books = 0
     while total < want:
-        text = sources.pop(0) if sources else gzip.decompress(next(books).read_bytes()).decode("utf-8", "replace")
-        used_books += not sources
+        if sources:
+            text = sources.pop(0)
+        else:
+            book = next(books, None)
+            if book is None:
+                raise SystemExit(f"--ngrams {want}: the shared text gives only {total:,} n-grams; "
+                                 "lower --ngrams or raise --eval-share")
+            text = gzip.decompress(book.read_bytes()).decode("utf-8", "replace")
+            text = text[: int(len(text) * share)]
+            used_books += 1
         words = text.split()
         for i in range(0, len(words) - 60, 60):
             items.append(" ".join(words[i:i + 60]))
@@ -68,13 +79,17 @@ def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
     return items, used_books
 
 
-def _docs(shared: Path, skip_books: int, mb: float) -> list[str]:
+def _docs(shared: Path, used_books: int, mb: float, share: float = 1.0) -> list[str]:
     texts = [json.loads(line)["text"] for f in sorted((shared / "corpora" / "redpajama").glob("*.jsonl"))
              for line in f.read_text(encoding="utf-8").splitlines()]
     texts += [json.loads(line)["text"] for f in sorted((shared / "corpora" / "ccnet").glob("*.jsonl"))
               for line in f.read_text(encoding="utf-8").splitlines()]
-    for b in _books(shared)[skip_books + 1:]:
+    books = _books(shared)
+    # the unused books, then the unused tails of the books the evaluation set took from
+    parts = [(b, 0.0) for b in books[used_books:]] + ([(b, share) for b in books[:used_books]] if share < 1 else [])
+    for b, start in parts:
         t = gzip.decompress(b.read_bytes()).decode("utf-8", "replace")
+        t = t[int(len(t) * start):]
         texts += [t[i:i + 20_000] for i in range(0, len(t), 20_000)]
         if sum(map(len, texts)) > mb * 1e6:
             break
@@ -131,14 +146,17 @@ def main() -> None:
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--planted", type=int, default=300, help="documents planted per kind of edit")
     ap.add_argument("--fpr", type=float, default=1e-8, help="the Bloom filters' false-positive rate per n-gram")
+    ap.add_argument("--eval-share", type=float, default=1.0,
+                    help="share of each Gutenberg book the evaluation set takes (its tail may become documents): "
+                         "lets --ngrams reach ~9M and still leave documents")
     ap.add_argument("--benchmarks", type=int, default=1,
                     help="split the evaluation items into this many benchmarks (Bloom: one filter each, too)")
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"ngrams": 20_000, "mb": 0.5, "planted": 20})
     shared = _shared()
-    items, used_books = _eval_items(shared, args.ngrams)
-    docs = _docs(shared, used_books, args.mb)
+    items, used_books = _eval_items(shared, args.ngrams, args.eval_share)
+    docs = _docs(shared, used_books, args.mb, args.eval_share)
     rnd = random.Random(0)
     if 3 * args.planted > len(docs):
         ap.error(f"--planted {args.planted} needs {3 * args.planted} documents; --mb {args.mb} gives {len(docs)}")
