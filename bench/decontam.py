@@ -15,7 +15,7 @@ documents' own n-grams: those the Bloom filter holds but the exact index does no
 n-gram, and as clean documents it would drop that the exact index keeps).
 
     .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-8] [--benchmarks 1]
-    .venv/bin/python bench/decontam.py --ngrams 8000000 --eval-share 0.7 --mb 20 --planted 200
+    .venv/bin/python bench/decontam.py --ngrams 7000000 --eval-share 0.75 --mb 20 --planted 200
 """
 
 from __future__ import annotations
@@ -148,7 +148,7 @@ def main() -> None:
     ap.add_argument("--fpr", type=float, default=1e-8, help="the Bloom filters' false-positive rate per n-gram")
     ap.add_argument("--eval-share", type=float, default=1.0,
                     help="share of each Gutenberg book the evaluation set takes (its tail may become documents): "
-                         "lets --ngrams reach ~9M and still leave documents")
+                         "0.75 lets --ngrams reach ~7.7M and still leave documents")
     ap.add_argument("--benchmarks", type=int, default=1,
                     help="split the evaluation items into this many benchmarks (Bloom: one filter each, too)")
     from bench import _smoke  # the repository is on sys.path (above)
