@@ -13,8 +13,8 @@ fields and the normalisation, committed under ``work/<stage>/prepare`` and reuse
 resume. Each actor then loads the artifact (sorted uint64 hashes + uint16 benchmark ids
 in Parquet, memory-mapped when local; or the Bloom filters' bits). ``index_kind``:
 ``exact`` (10 bytes an n-gram, exact up to 64-bit hash collisions), ``bloom`` (Bloom
-filters at ``bloom_fpr`` per n-gram: ``-ln(fpr)/ln(2)^2`` bits an n-gram, twice that
-with several benchmarks) or ``auto`` (bloom above ``bloom_above`` distinct n-grams). The
+filters at ``bloom_fpr`` per n-gram: ``-ln(fpr)/ln(2)^2`` bits an n-gram, 38 at 1e-8,
+plus 19 for the benchmark-naming filters with several benchmarks) or ``auto`` (bloom above ``bloom_above`` distinct n-grams). The
 report's ``decontaminate`` entry has the index's bytes, n-grams and items per benchmark
 and the passes' timings (with ``reused``). Run alone (``datapipe.stage(...)``, the
 bench), the stage builds the same index in ``setup()`` with the same functions.

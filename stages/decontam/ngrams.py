@@ -305,6 +305,9 @@ def match(texts: pa.Array, index: "NgramIndex | BloomIndex") -> Hits:
 # -- Bloom filters ---------------------------------------------------------------------
 
 _M32 = np.uint64(0xFFFFFFFF)
+#: the per-benchmark filters' false-positive rate: they only name the benchmark of an
+#: n-gram the main filter holds, so a looser rate costs a rare wrong name, never a drop
+NAME_FPR = 1e-4
 #: the most bits one filter may have (probe positions are 32-bit fractions of ``m``)
 MAX_BLOOM_BITS = 2**32
 
@@ -385,10 +388,11 @@ class Bloom:
 class BloomIndex:
     """The evaluation n-grams as Bloom filters, for sets too large to hold exactly: one
     filter over every n-gram (the hot path: each document n-gram is probed once) and,
-    with several benchmarks, one per benchmark, consulted only for the n-grams the first
-    filter holds, to name the benchmark. A hit needs both (no false negatives, so a true
-    member always passes), so the false-positive rate per n-gram is at most ``fpr``
-    (about ``fpr**2`` with several benchmarks). Same :meth:`benchmarks` contract as
+    with several benchmarks, one per benchmark at :data:`NAME_FPR`, consulted only for the
+    n-grams the first filter holds, to name the benchmark (a true member of benchmark B
+    may be named after an earlier-listed one with probability ~NAME_FPR). A hit needs
+    both (no false negatives, so a true member always passes), so the false-positive
+    rate per n-gram is at most ``fpr``. Same :meth:`benchmarks` contract as
     :class:`NgramIndex`."""
 
     n: int
@@ -400,7 +404,7 @@ class BloomIndex:
 
     @classmethod
     def from_index(cls, index: NgramIndex, fpr: float) -> "BloomIndex":
-        per = ([Bloom.build(index.hashes[index.bench == b], fpr) for b in range(len(index.names))]
+        per = ([Bloom.build(index.hashes[index.bench == b], max(fpr, NAME_FPR)) for b in range(len(index.names))]
                if len(index.names) > 1 else [])
         return cls(n=index.n, names=list(index.names), fpr=fpr, ngrams=len(index),
                    all=Bloom.build(index.hashes, fpr), per=per)

@@ -13,7 +13,7 @@ folder and reused on resume:
    exact index the workers load (10 bytes an n-gram).
 4. ``bloom`` (``index_kind: bloom``, or ``auto`` above ``bloom_above`` n-grams): the
    Bloom filters built from the index (:class:`stages.decontam.ngrams.BloomIndex`), one
-   row per filter; the workers load these instead of the exact index.
+   row per filter (with several benchmarks, the per-benchmark ones at ``NAME_FPR``); the workers load these instead of the exact index.
 
 The input is a one-row-per-file manifest the stage writes (benchmark, file); the passes'
 resume key stands for the files' contents (sha256), ``n``, the text fields and
@@ -28,7 +28,7 @@ import pyarrow.parquet as pq
 
 from datapipe import fs
 from datapipe.errors import SpecError
-from stages.decontam.ngrams import Bloom, BloomIndex, NgramIndex, index_from_hashes, read_eval_items, text_ngram_hashes
+from stages.decontam.ngrams import NAME_FPR, Bloom, BloomIndex, NgramIndex, index_from_hashes, read_eval_items, text_ngram_hashes
 
 #: names the normalisation and hashing the artifacts were built with (in the resume key)
 NORMALISATION = "lower+nonword-runs:v1/poly64"
@@ -89,15 +89,16 @@ def bloom(table: pa.Table, *, benchmarks: int, fpr: float, above: int) -> pa.Tab
     if table.num_rows <= above:
         return BLOOM.empty_table()
     h, b = table.column("hash").to_numpy(), table.column("bench").to_numpy()
-    filters = [(-1, Bloom.build(h, fpr), len(h))]
+    filters = [(-1, Bloom.build(h, fpr), len(h), fpr)]
     if benchmarks > 1:
-        filters += [(i, Bloom.build(h[b == i], fpr), int((b == i).sum())) for i in range(benchmarks)]
-    return pa.table({"filter": pa.array([f for f, _, _ in filters], pa.int32()),
-                     "m": pa.array([x.m for _, x, _ in filters], pa.int64()),
-                     "k": pa.array([x.k for _, x, _ in filters], pa.int32()),
-                     "ngrams": pa.array([c for _, _, c in filters], pa.int64()),
-                     "fpr": pa.array([fpr] * len(filters), pa.float64()),
-                     "bits": pa.array([x.bits.tobytes() for _, x, _ in filters], pa.large_binary())}, schema=BLOOM)
+        name_fpr = max(fpr, NAME_FPR)
+        filters += [(i, Bloom.build(h[b == i], name_fpr), int((b == i).sum()), name_fpr) for i in range(benchmarks)]
+    return pa.table({"filter": pa.array([f[0] for f in filters], pa.int32()),
+                     "m": pa.array([f[1].m for f in filters], pa.int64()),
+                     "k": pa.array([f[1].k for f in filters], pa.int32()),
+                     "ngrams": pa.array([f[2] for f in filters], pa.int64()),
+                     "fpr": pa.array([f[3] for f in filters], pa.float64()),
+                     "bits": pa.array([f[1].bits.tobytes() for f in filters], pa.large_binary())}, schema=BLOOM)
 
 
 # -- loading the artifacts in a worker ----------------------------------------------------
