@@ -8,7 +8,14 @@ Gutenberg books and the RedPajama/CCNet samples (never in the evaluation set), c
 ~20 KB documents; 300 of them get an evaluation item planted verbatim, 300 with case
 edits and 300 with punctuation edits. CPU seconds (``time.process_time``), one core.
 
-    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40]
+Two index kinds are measured on the same documents: ``exact`` (sorted uint64 hashes,
+radix lookup; what ``index_kind: exact`` ships) and ``bloom`` (Bloom filters at
+``--fpr`` per n-gram, ``index_kind: bloom``). Its false-positive rate is measured on the
+documents' own n-grams: those the Bloom filter holds but the exact index does not (per
+n-gram, and as clean documents it would drop that the exact index keeps).
+
+    .venv/bin/python bench/decontam.py [--ngrams 1000000] [--mb 40] [--fpr 1e-8] [--benchmarks 1]
+    .venv/bin/python bench/decontam.py --ngrams 7000000 --eval-share 0.75 --mb 20 --planted 200
 """
 
 from __future__ import annotations
@@ -29,7 +36,8 @@ sys.path.insert(0, str(REPO))
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
-from stages.decontam.ngrams import index_from_hashes, match, text_ngram_hashes  # noqa: E402
+from stages.decontam.ngrams import (BloomIndex, index_from_hashes, match, ngram_hashes, normalize,  # noqa: E402
+                                    text_ngram_hashes, words)
 
 N = 13
 
@@ -42,7 +50,9 @@ def _books(shared: Path) -> list[Path]:
     return sorted((shared / "corpora" / "books" / "gutenberg").glob("*.txt.gz"))
 
 
-def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
+def _eval_items(shared: Path, want: int, share: float = 1.0) -> tuple[list[str], int]:
+    """60-word items up to ``want`` n-grams; of each Gutenberg book only its first
+    ``share`` of the text (the rest may become documents)."""
     sources = [(shared / "corpora" / "wiki" / "wikitext-2-raw.test.txt").read_text(encoding="utf-8"),
                (shared / "corpora" / "books" / "tinyshakespeare.txt").read_text(encoding="utf-8")]
     items: list[str] = []
@@ -50,8 +60,16 @@ def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
     books = iter(_books(shared))
     used_books = 0
     while total < want:
-        text = sources.pop(0) if sources else gzip.decompress(next(books).read_bytes()).decode("utf-8", "replace")
-        used_books += not sources
+        if sources:
+            text = sources.pop(0)
+        else:
+            book = next(books, None)
+            if book is None:
+                raise SystemExit(f"--ngrams {want}: the shared text gives only {total:,} n-grams; "
+                                 "lower --ngrams or raise --eval-share")
+            text = gzip.decompress(book.read_bytes()).decode("utf-8", "replace")
+            text = text[: int(len(text) * share)]
+            used_books += 1
         words = text.split()
         for i in range(0, len(words) - 60, 60):
             items.append(" ".join(words[i:i + 60]))
@@ -61,13 +79,17 @@ def _eval_items(shared: Path, want: int) -> tuple[list[str], int]:
     return items, used_books
 
 
-def _docs(shared: Path, skip_books: int, mb: float) -> list[str]:
+def _docs(shared: Path, used_books: int, mb: float, share: float = 1.0) -> list[str]:
     texts = [json.loads(line)["text"] for f in sorted((shared / "corpora" / "redpajama").glob("*.jsonl"))
              for line in f.read_text(encoding="utf-8").splitlines()]
     texts += [json.loads(line)["text"] for f in sorted((shared / "corpora" / "ccnet").glob("*.jsonl"))
               for line in f.read_text(encoding="utf-8").splitlines()]
-    for b in _books(shared)[skip_books + 1:]:
+    books = _books(shared)
+    # the unused books, then the unused tails of the books the evaluation set took from
+    parts = [(b, 0.0) for b in books[used_books:]] + ([(b, share) for b in books[:used_books]] if share < 1 else [])
+    for b, start in parts:
         t = gzip.decompress(b.read_bytes()).decode("utf-8", "replace")
+        t = t[int(len(t) * start):]
         texts += [t[i:i + 20_000] for i in range(0, len(t), 20_000)]
         if sum(map(len, texts)) > mb * 1e6:
             break
@@ -123,12 +145,18 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=40.0, help="MB of documents to scan")
     ap.add_argument("--batch", type=int, default=512)
     ap.add_argument("--planted", type=int, default=300, help="documents planted per kind of edit")
+    ap.add_argument("--fpr", type=float, default=1e-8, help="the Bloom filters' false-positive rate per n-gram")
+    ap.add_argument("--eval-share", type=float, default=1.0,
+                    help="share of each Gutenberg book the evaluation set takes (its tail may become documents): "
+                         "0.75 lets --ngrams reach ~7.7M and still leave documents")
+    ap.add_argument("--benchmarks", type=int, default=1,
+                    help="split the evaluation items into this many benchmarks (Bloom: one filter each, too)")
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"ngrams": 20_000, "mb": 0.5, "planted": 20})
     shared = _shared()
-    items, used_books = _eval_items(shared, args.ngrams)
-    docs = _docs(shared, used_books, args.mb)
+    items, used_books = _eval_items(shared, args.ngrams, args.eval_share)
+    docs = _docs(shared, used_books, args.mb, args.eval_share)
     rnd = random.Random(0)
     if 3 * args.planted > len(docs):
         ap.error(f"--planted {args.planted} needs {3 * args.planted} documents; --mb {args.mb} gives {len(docs)}")
@@ -152,13 +180,27 @@ def main() -> None:
     for i in range(0, len(items), 4096):
         h, _ = text_ngram_hashes(items[i:i + 4096], N)
         hs.append(h)
-    index = index_from_hashes(np.concatenate(hs), np.zeros(sum(map(len, hs)), np.uint16), n=N, names=["bench"])
+    names = [f"bench{b}" for b in range(args.benchmarks)]
+    bench_of = np.concatenate([np.full(len(h), (i * args.benchmarks) // len(hs), np.uint16) for i, h in enumerate(hs)])
+    index = index_from_hashes(np.concatenate(hs), bench_of, n=N, names=names)
     t_index = time.process_time() - t0
+    t0 = time.process_time()
+    bloom = BloomIndex.from_index(index, args.fpr)
+    t_bloom_build = time.process_time() - t0
 
     batches = [pa.array(docs[i:i + args.batch], pa.string()) for i in range(0, len(docs), args.batch)]
     t0 = time.process_time()
-    hit = np.concatenate([match(b, index).first_pos >= 0 for b in batches])
+    hit = np.concatenate([match(b, index).first_bench >= 0 for b in batches])
     t_ours = time.process_time() - t0
+    t0 = time.process_time()
+    bhit_bloom = np.concatenate([match(b, bloom).first_bench >= 0 for b in batches])
+    t_bloom = time.process_time() - t0
+    queried = false_pos = 0
+    for b in batches:   # the Bloom filters' false positives on the documents' own n-grams
+        h, _ = ngram_hashes(words(normalize(b)), N)
+        in_bloom = bloom.benchmarks(h) >= 0
+        queried += len(h)
+        false_pos += int((in_bloom & (index.benchmarks(h) < 0)).sum())
 
     t0 = time.process_time()
     grams = _baseline_set(items)
@@ -174,11 +216,15 @@ def main() -> None:
     print(f"{'':44} {'index s':>8} {'index MB':>9} {'scan s':>8} {'docs/s':>9} {'MB/s':>7}")
     print(f"{'decontaminate (numpy hashes, radix index)':44} {t_index:8.1f} {index.nbytes / 1e6:9.1f} {t_ours:8.2f} "
           f"{len(docs) / t_ours:9,.0f} {mb / t_ours:7.2f}")
+    print(f"{f'decontaminate bloom (fpr {args.fpr:g}, k={bloom.all.k})':44} {t_index + t_bloom_build:8.1f} "
+          f"{bloom.nbytes / 1e6:9.1f} {t_bloom:8.2f} {len(docs) / t_bloom:9,.0f} {mb / t_bloom:7.2f}   "
+          f"({bloom.nbytes * 8 / max(1, len(index)):.1f} bits/n-gram vs exact {index.nbytes * 8 / max(1, len(index)):.0f})")
     print(f"{'baseline: Python regex + set of 13-gram str':44} {t_bset:8.1f} {set_mb:9.1f} {t_base:8.2f} "
           f"{len(docs) / t_base:9,.0f} {mb / t_base:7.2f}   (scan timed on {sub:,} docs, scaled)")
     for kind in ("verbatim", "case", "punctuation"):
         rows = [j for j, k in planted.items() if k == kind]
-        print(f"recall {kind:12}: {hit[rows].mean():.3f} ({int(hit[rows].sum())}/{len(rows)})")
+        print(f"recall {kind:12}: exact {hit[rows].mean():.3f} ({int(hit[rows].sum())}/{len(rows)}), "
+              f"bloom {bhit_bloom[rows].mean():.3f} ({int(bhit_bloom[rows].sum())}/{len(rows)})")
         if os.environ.get("DEBUG_MISSES"):
             for j in rows:
                 if not hit[j]:
@@ -186,6 +232,9 @@ def main() -> None:
     clean = np.array([j not in planted for j in range(len(docs))])
     print(f"clean documents flagged: {int(hit[clean].sum())} of {int(clean.sum())} "
           "(real 13-gram overlaps, e.g. the Project Gutenberg licence text every book carries; see the baseline agreement below)")
+    print(f"bloom false positives: {false_pos} of {queried:,} document n-grams ({false_pos / max(1, queried):.2e}, "
+          f"configured {args.fpr:g}); clean documents bloom flags and exact keeps: "
+          f"{int((bhit_bloom & ~hit)[clean].sum())} of {int(clean.sum())}")
     agree = (hit[:sub] == bhit).mean()
     print(f"decisions equal to the baseline's on the timed subset: {agree:.4f}")
 

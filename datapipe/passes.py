@@ -552,6 +552,45 @@ def _gather(ds: Any, schema: pa.Schema) -> pa.Table:
     return pa.concat_tables([_conform(t, schema) for t in tables]) if tables else schema.empty_table()
 
 
+@dataclass(kw_only=True, frozen=True)
+class Preparation:
+    """What a batch stage asks the engine to build once per run before its phase
+    (:meth:`datapipe.stage.Stage.prepare`): ``passes`` over named Parquet ``inputs`` (the
+    stage writes them, e.g. a manifest of its evaluation files, under ``ctx.work_dir``).
+    ``input_keys``: a key standing for an input's contents (e.g. the sha256 of the files
+    a manifest names rather than of the manifest itself). ``local``: the inputs are
+    small, run the passes in the driver's process (no Ray Data start-up)."""
+
+    inputs: Mapping[str, Sequence[str]]
+    passes: Sequence[Pass]
+    input_keys: Mapping[str, str] = field(default_factory=dict)
+    local: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.passes:
+            raise ValueError("Preparation.passes is empty; declare at least one pass, or return None from prepare()")
+
+
+def run_prepared(stage: Any, ctx: Any, *, max_retries: int = 3) -> dict[str, str]:
+    """A batch stage's :meth:`~datapipe.stage.Stage.prepare` passes, run by the executor
+    under ``ctx.work_dir`` (committed, reused when their key matches); returns every
+    pass's artifact URI by name (also set as ``stage.prepared``, then
+    :meth:`~datapipe.stage.Stage.after_prepare` fills the report) and adds ``passes`` (each
+    pass's timing, with ``reused``) to ``ctx.report``. ``{}`` when the stage prepares
+    nothing."""
+    prep = stage.prepare(ctx)
+    if prep is None:
+        return {}
+    timings: list[dict[str, Any]] = []
+    arts = PassExecutor(ctx.work_dir, ctx.storage, inputs=prep.inputs, timings=timings, max_retries=max_retries,
+                        local=prep.local, input_keys=prep.input_keys).run(list(prep.passes))
+    ctx.report["passes"] = timings
+    ctx.report["artifact_keys"] = {name: art.key for name, art in arts.items()}
+    stage.prepared = {name: art.uri for name, art in arts.items()}
+    stage.after_prepare(ctx)
+    return dict(stage.prepared)
+
+
 def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3) -> str | None:
     """A global stage that declares its passes (:meth:`~datapipe.stage.GlobalStage.passes`):
     the executor runs them over the side files under ``ctx.work_dir``; the last pass's

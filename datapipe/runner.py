@@ -10,6 +10,10 @@ Nothing shuffles, sorts or materialises text; only small records come back to th
 driver: files written (rows, bytes, sha256) and per-stage, per-source stats, which the
 driver adds up.
 
+Before a phase, each of its stages that declares :meth:`~datapipe.stage.Stage.prepare`
+passes (an index built from files its config names) has them run once by the passes'
+executor; the workers get the artifacts' URIs before ``setup()``.
+
 Between phases, a global stage's :meth:`~datapipe.stage.GlobalStage.decide` runs once on
 the driver over the splits' compact side files; the next phase applies its decisions
 where the text is.
@@ -48,11 +52,11 @@ import pyarrow as pa
 from datapipe import commit, fs
 from datapipe import stats as ST
 from datapipe.errors import FULL_DISK, ConflictError, JobError, user_error
-from datapipe.passes import run_declared
+from datapipe.passes import run_declared, run_prepared
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
-from datapipe.stage import BatchStats, StageContext
+from datapipe.stage import BatchStats, Stage, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
 log = logging.getLogger(__name__)
@@ -384,6 +388,7 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
                        batch_rows=job.execution.batch_rows, output=job.output_options, decisions=decisions,
                        input_digest=digest, sink=plan.sink if ph.last else None, storage=storage,
                        id_parts=parts_for(sum(f.size for s in job.sources for f in s.files)) if ph.index == 0 else 0)
+        env = _prepare(env, job, res)
         recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done)
         if ph.index == 0:
             recs = _unique_ids(plan, env, recs)
@@ -395,6 +400,28 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
             res.global_seconds[ph.after.name] = time.perf_counter() - t0
             digest = _digest(decisions, storage)
     return res
+
+
+def _prepare(env: PhaseEnv, job: JobSpec, res: _PhaseResults) -> PhaseEnv:
+    """``env`` with the artifacts of its stages' :meth:`~datapipe.stage.Stage.prepare`
+    passes (run once here, under ``work/<stage>/prepare``), their keys folded into the
+    phase's input digest (a restart reuses splits only when the artifacts are the same)."""
+    prepared, keys = {}, []
+    for st in env.phase.stages:
+        stage = st.make()
+        if type(stage).prepare is Stage.prepare:
+            continue
+        ctx = StageContext(work_dir=env.work(st.name, "prepare"), sources=tuple(s.name for s in job.sources),
+                           storage=env.storage)
+        arts = run_prepared(stage, ctx, max_retries=job.execution.max_retries)
+        if arts:
+            prepared[st.name] = arts
+            keys.append([st.name, sorted(ctx.report.get("artifact_keys", {}).items())])
+            res.stage_reports[st.name] = ctx.report
+    if not prepared:
+        return env
+    digest = hashlib.sha256(json.dumps([env.input_digest, keys]).encode()).hexdigest()
+    return dataclasses.replace(env, prepared=prepared, input_digest=digest)
 
 
 def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:

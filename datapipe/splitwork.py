@@ -30,7 +30,7 @@ import gzip
 import io
 import json
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 import numpy as np
@@ -69,6 +69,7 @@ class PhaseEnv:
     storage: fs.StorageOptions | None = None   # how ``staging`` is reached (picklable, no secrets)
     id_parts: int = 0                  # phase 0: parts of the id check (datapipe.unique_ids)
     id_drops: str | None = None        # phase 0: extra copies of ids to mark at read (URI)
+    prepared: Mapping[str, Mapping[str, str]] = field(default_factory=dict)   # stage -> its prepare() artifacts
 
     def work(self, *parts: str) -> str:
         return _join(self.staging, "work", *parts)
@@ -101,6 +102,7 @@ class SplitRunner:
         self.env = env
         self.stages = [st.make() for st in env.phase.stages]
         for stage in self.stages:
+            stage.prepared = dict(env.prepared.get(stage.name, {}))
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
 

@@ -44,7 +44,7 @@ from datapipe.errors import JobError
 
 if TYPE_CHECKING:
     from datapipe import fs
-    from datapipe.passes import Pass
+    from datapipe.passes import Pass, Preparation
     from datapipe.sink import DocumentSink
 
 
@@ -176,12 +176,28 @@ class Stage:
         #: when set, the stage applies only to documents of these sources; others pass
         #: through untouched and uncounted (a job spec's ``sources:`` on a stage entry)
         self.sources = frozenset(sources) if sources is not None else None
+        #: the artifacts of :meth:`prepare`'s passes by pass name (URIs), set by the engine
+        #: before :meth:`setup` runs; empty when the stage prepares nothing or runs alone
+        self.prepared: dict[str, str] = {}
         self._ready = False
 
     # -- lifecycle -----------------------------------------------------------------
     def setup(self) -> None:
         """Load heavy state (models, tokenizers, compiled detectors). Runs once per Ray
         actor (``compute.kind == "actor"``), or once per split's task otherwise."""
+
+    def prepare(self, ctx: "StageContext") -> "Preparation | None":
+        """Passes to run once per run, before this stage's phase, on the driver or the
+        cluster (:class:`datapipe.passes.Preparation`: passes over inputs the stage names,
+        e.g. an index built from files its config lists). The engine's executor runs
+        them under ``ctx.work_dir`` and owns their commit, resume key and timing; every
+        copy of the stage (each actor or task) then gets the artifacts' URIs in
+        :attr:`prepared` before :meth:`setup`. None (the default): nothing to prepare."""
+        return None
+
+    def after_prepare(self, ctx: "StageContext") -> None:
+        """On the driver, once :meth:`prepare`'s passes are committed (:attr:`prepared`
+        set): may add to ``ctx.report`` (the stage's entry in the run's report)."""
 
     def ensure_setup(self) -> None:
         if not self._ready:
@@ -540,7 +556,7 @@ class GlobalStage(Stage):
 
 @dataclass(kw_only=True)
 class StageContext:
-    """What a global stage's :meth:`~GlobalStage.decide` gets: where it may write durable
+    """What a global stage's :meth:`~GlobalStage.decide` (and a stage's :meth:`~Stage.prepare`) gets: where it may write durable
     artifacts between its passes (a path or URI string, reached with ``storage``: the
     job's ``storage:`` options), the job's sources in spec order, and a dict to fill for
     the report. :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the

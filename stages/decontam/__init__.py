@@ -4,12 +4,20 @@ with an evaluation set, or cut the overlapping spans out (``mode: cut``).
 The evaluation sets are files the user names (``eval_sets: {benchmark: [files]}``:
 JSONL/Parquet with ``text_fields``, or plain text, one item a line), or a prebuilt index
 (``index: path/to/index.npz``, from :func:`stages.decontam.ngrams.build_index` +
-``NgramIndex.save``). How the index is built and shipped today: in ``setup()``, once
-per actor (``compute`` asks for actors), each actor builds it from the files (or loads
-the ``.npz``); it is a sorted uint64 array of n-gram hashes plus a uint16 benchmark id
-per n-gram (10 bytes an n-gram, 10 MB for 1M n-grams; the size is logged). The builder
-and the matcher are pure functions in :mod:`stages.decontam.ngrams`, so a global-stage
-pass can build the ``.npz`` once per run and hand its path to the workers.
+``NgramIndex.save``).
+
+The index is built once per run, not per worker: the stage declares it as passes
+(:meth:`Decontaminate.prepare`, :mod:`stages.decontam.passes`) that the engine's
+executor runs before the stage's phase, keyed by the files' contents, ``n``, the text
+fields and the normalisation, committed under ``work/<stage>/prepare`` and reused on
+resume. Each actor then loads the artifact (sorted uint64 hashes + uint16 benchmark ids
+in Parquet, memory-mapped when local; or the Bloom filters' bits). ``index_kind``:
+``exact`` (10 bytes an n-gram, exact up to 64-bit hash collisions), ``bloom`` (Bloom
+filters at ``bloom_fpr`` per n-gram: ``-ln(fpr)/ln(2)^2`` bits an n-gram, 38 at 1e-8,
+plus 19 for the benchmark-naming filters with several benchmarks) or ``auto`` (bloom above ``bloom_above`` distinct n-grams). The
+report's ``decontaminate`` entry has the index's bytes, n-grams and items per benchmark
+and the passes' timings (with ``reused``). Run alone (``datapipe.stage(...)``, the
+bench), the stage builds the same index in ``setup()`` with the same functions.
 
 Reject: ``decontaminate:contaminated`` with detail ``<benchmark>: "<the n-gram>"
 (+K more)``. Cut mode removes every overlapping word span (the union of the matching
@@ -19,6 +27,8 @@ and counts ``ngrams_cut``/``chars_cut``; a document left empty is ``decontaminat
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import re
 import time
@@ -27,12 +37,15 @@ from typing import Literal, Mapping
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.stage import Compute, Rewrite, RewriteFilterStage, StageConfig
-from stages.decontam.ngrams import NgramIndex, build_index, match, ngram_hashes, normalize, words
+from datapipe.passes import STORAGE, Hash, Output, Pass, Preparation
+from datapipe.stage import Compute, Rewrite, RewriteFilterStage, StageConfig, StageContext
+from stages.decontam import passes as P
+from stages.decontam.ngrams import BloomIndex, NgramIndex, build_index, match, ngram_hashes, normalize, words
 
 log = logging.getLogger(__name__)
 
@@ -50,8 +63,23 @@ class DecontamConfig(StageConfig):
     #: n-gram length in words
     n: int = 13
     mode: Literal["drop", "cut"] = "drop"
+    #: exact (sorted hashes), bloom (Bloom filters at bloom_fpr), auto (bloom above bloom_above n-grams)
+    index_kind: Literal["exact", "bloom", "auto"] = "auto"
+    #: false-positive rate per n-gram lookup of the Bloom filters
+    bloom_fpr: float = 1e-8
+    #: with index_kind auto: distinct n-grams above which the Bloom filters are used
+    bloom_above: int = 20_000_000
+    #: evaluation files totalling fewer bytes build the index in the driver's process
+    #: (no Ray Data start-up); larger ones on the cluster
+    local_build_bytes: int = 64 << 20
 
     def __post_init__(self) -> None:
+        if self.index_kind not in ("exact", "bloom", "auto"):
+            raise SpecError(f"decontaminate: index_kind must be exact, bloom or auto, got {self.index_kind!r}")
+        if not 0 < self.bloom_fpr < 0.5:
+            raise SpecError(f"decontaminate: bloom_fpr={self.bloom_fpr} must be in (0, 0.5); 1e-8 is the default")
+        if self.bloom_above < 0 or self.local_build_bytes < 0:
+            raise SpecError("decontaminate: bloom_above and local_build_bytes must be >= 0")
         if self.n < 2:
             raise SpecError(f"decontaminate: n must be >= 2 words, got {self.n}; GPT-3 used 13")
         if self.mode not in ("drop", "cut"):
@@ -78,6 +106,63 @@ class Decontaminate(RewriteFilterStage):
     Config = DecontamConfig
     compute = Compute(kind="actor")
 
+    def _names(self) -> list[str]:
+        return list(self.config.eval_sets)
+
+    def prepare(self, ctx: StageContext) -> Preparation | None:
+        """The index passes (:mod:`stages.decontam.passes`) over a manifest of the
+        evaluation files, keyed by their sha256 (None with a prebuilt ``index``)."""
+        cfg = self.config
+        if cfg.index is not None:
+            return None
+        rows = [(b, name, uri) for b, name in enumerate(self._names()) for uri in cfg.eval_sets[name]]
+        manifest = fs.join(ctx.work_dir, "eval_files.parquet")
+        with fs.AtomicFile(manifest, ctx.storage) as f:
+            pq.write_table(pa.table({"bench": pa.array([r[0] for r in rows], pa.uint16()),
+                                     "benchmark": [r[1] for r in rows], "uri": [r[2] for r in rows]},
+                                    schema=P.MANIFEST), f)
+        contents, size = [], 0
+        for b, name, uri in rows:
+            try:
+                contents.append([name, fs.sha256(uri, ctx.storage)])
+                size += fs.stat(uri, ctx.storage).size
+            except OSError as e:
+                raise SpecError(f"decontaminate: evaluation file {uri} cannot be read: {e}") from None
+        key = hashlib.sha256(json.dumps([contents, list(cfg.text_fields), cfg.n, P.NORMALISATION]).encode())
+        parts = max(1, min(8, len(rows)))
+        passes = [Pass(name="items", inputs=("eval_files",), fn=P.items, partitioning=Hash(column="uri", parts=parts),
+                       output=Output(schema=P.ITEMS),
+                       params={"n": cfg.n, "fields": list(cfg.text_fields), "storage": STORAGE}),
+                  Pass(name="summary", inputs=("items",), fn=P.summary, partitioning=Hash(column="bench"),
+                       output=Output(schema=P.SUMMARY, sort_by=("bench",))),
+                  Pass(name="index", inputs=("items",), fn=P.index, partitioning=Hash(column="bench"),
+                       output=Output(schema=P.INDEX, sort_by=("hash",)), params={"n": cfg.n})]
+        if cfg.index_kind != "exact":
+            passes.append(Pass(name="bloom", inputs=("index",), fn=P.bloom, partitioning=Hash(column="bench"),
+                               output=Output(schema=P.BLOOM),
+                               params={"benchmarks": len(self._names()), "fpr": cfg.bloom_fpr,
+                                       "above": cfg.bloom_above if cfg.index_kind == "auto" else 0}))
+        return Preparation(inputs={"eval_files": [manifest]}, passes=passes,
+                           input_keys={"eval_files": key.hexdigest()}, local=size < cfg.local_build_bytes)
+
+    def after_prepare(self, ctx: StageContext) -> None:
+        index = P.load(self.prepared, n=self.config.n, names=self._names(), storage=ctx.storage)
+        per = P.read_summary(self.prepared["summary"], self._names(), ctx.storage)
+        exact = index if isinstance(index, NgramIndex) else None
+        if exact is None:
+            exact = P.load({"index": self.prepared["index"]}, n=self.config.n, names=self._names(),
+                           storage=ctx.storage)
+        for name, c in exact.per_benchmark().items():
+            per.setdefault(name, {"items": 0, "short_items": 0, "ngrams": 0})["distinct_ngrams"] = c
+        ctx.report.update(self._index_report(index, per))
+
+    def _index_report(self, index: NgramIndex | BloomIndex, per: dict) -> dict:
+        rep = {"index_kind": "bloom" if isinstance(index, BloomIndex) else "exact", "n": self.config.n,
+               "ngrams": len(index), "index_bytes": index.nbytes, "per_benchmark": per}
+        if isinstance(index, BloomIndex):
+            rep["bloom_fpr"] = index.fpr
+        return rep
+
     def setup(self) -> None:
         cfg = self.config
         t0 = time.perf_counter()
@@ -86,12 +171,18 @@ class Decontaminate(RewriteFilterStage):
             if self.index.n != cfg.n:
                 raise SpecError(f"decontaminate: index {cfg.index} holds {self.index.n}-grams but n is {cfg.n}; "
                                 f"set n: {self.index.n} or rebuild the index")
-        else:
-            self.index = build_index({k: list(v) for k, v in cfg.eval_sets.items()}, n=cfg.n,
-                                     fields=cfg.text_fields)
-        log.info("decontaminate: %d %d-grams from %s in %.1f s, %.1f MB; items %s, shorter than n: %s",
-                 len(self.index), cfg.n, self.index.names, time.perf_counter() - t0, self.index.nbytes / 1e6,
-                 self.index.items, self.index.short_items)
+            if cfg.index_kind == "bloom" or (cfg.index_kind == "auto" and len(self.index) > cfg.bloom_above):
+                self.index = BloomIndex.from_index(self.index, cfg.bloom_fpr)
+        elif self.prepared:   # the engine built it once for the run
+            self.index = P.load(self.prepared, n=cfg.n, names=self._names(), storage=None)
+        else:                 # run alone: the same functions, in this process
+            exact = build_index({k: list(v) for k, v in cfg.eval_sets.items()}, n=cfg.n, fields=cfg.text_fields)
+            self.index = exact
+            if cfg.index_kind == "bloom" or (cfg.index_kind == "auto" and len(exact) > cfg.bloom_above):
+                self.index = BloomIndex.from_index(exact, cfg.bloom_fpr)
+        log.info("decontaminate: %s index of %d %d-grams from %s loaded in %.1f s, %.1f MB",
+                 "bloom" if isinstance(self.index, BloomIndex) else "exact", len(self.index), cfg.n,
+                 self.index.names, time.perf_counter() - t0, self.index.nbytes / 1e6)
 
     def rewrite(self, batch: pa.Table) -> Rewrite:
         texts = batch.column(S.TEXT).combine_chunks()
@@ -102,7 +193,7 @@ class Decontaminate(RewriteFilterStage):
         ngrams_cut = np.zeros(m, dtype=np.int64)
         chars_cut = np.zeros(m, dtype=np.int64)
         new_texts = None
-        hit_rows = np.flatnonzero(hits.first_pos >= 0)
+        hit_rows = np.flatnonzero(hits.first_bench >= 0)
         if self.config.mode == "cut" and len(hit_rows):
             new_texts = texts.to_pylist()
         for r in map(int, hit_rows):
@@ -118,13 +209,13 @@ class Decontaminate(RewriteFilterStage):
                                                  "ngram_hits": hits.count})
 
     def _detail(self, hits, r: int) -> str:
-        bench = self.index.names[int(self.index.bench[hits.first_pos[r]])]
+        bench = self.index.names[int(hits.first_bench[r])]
         i = int(hits.first_word[r])
         more = int(hits.count[r]) - 1
         return f'{bench}: "{hits.words.text(i, i + self.index.n)}"' + (f" (+{more} more)" if more else "")
 
 
-def _cut(text: str, index: NgramIndex) -> tuple[str, int, int] | None:
+def _cut(text: str, index: NgramIndex | BloomIndex) -> tuple[str, int, int] | None:
     """The text without the word spans of its matching n-grams; None when the Python
     word split disagrees with the vectorised one (the caller drops the document)."""
     spans = [(mt.start(), mt.end()) for mt in _PY_WORD.finditer(text)]
@@ -132,7 +223,7 @@ def _cut(text: str, index: NgramIndex) -> tuple[str, int, int] | None:
     if len(w.hashes) != len(spans):
         return None
     h, first = ngram_hashes(w, index.n)
-    hit = index.lookup(h) >= 0
+    hit = index.benchmarks(h) >= 0
     if not hit.any():
         return None
     covered = np.zeros(len(spans) + 1, dtype=np.int64)

@@ -13,7 +13,9 @@ Hashing: each word's bytes get a 64-bit polynomial hash (prefix sums over the ba
 byte buffer, all numpy), and an n-gram's hash combines its ``n`` word hashes
 polynomially, so a batch is hashed with a handful of vector passes, no Python per word.
 Membership is exact up to 64-bit hash collisions (probability ~ index size / 2**64 per
-lookup: 5e-14 for 1M n-grams).
+lookup: 5e-14 for 1M n-grams) with :class:`NgramIndex`; :class:`BloomIndex` trades that
+for memory (Bloom filters: ``-ln(fpr) / ln(2)**2`` bits an n-gram, 4.8 bytes at the
+default ``bloom_fpr`` 1e-8 instead of 10).
 """
 
 from __future__ import annotations
@@ -162,6 +164,19 @@ class NgramIndex:
         """Per hash, its position in the index or -1 (:class:`stages._radix.RadixIndex`)."""
         return self._radix_index().positions(hashes)
 
+    def benchmarks(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash, the benchmark (index into ``names``) holding it, or -1."""
+        pos = self.lookup(hashes)
+        out = np.full(len(hashes), -1, dtype=np.int64)
+        hit = pos >= 0
+        out[hit] = self.bench[pos[hit]]
+        return out
+
+    def per_benchmark(self) -> dict[str, int]:
+        """Distinct n-grams each benchmark owns (a shared one counts for the first)."""
+        counts = np.bincount(self.bench, minlength=len(self.names)) if len(self.bench) else [0] * len(self.names)
+        return {name: int(c) for name, c in zip(self.names, counts)}
+
     def save(self, uri: str) -> None:
         buf = io.BytesIO()
         meta = json.dumps({"n": self.n, "names": self.names, "items": self.items, "short_items": self.short_items})
@@ -176,7 +191,7 @@ class NgramIndex:
                        items=meta["items"], short_items=meta["short_items"])
 
 
-def read_eval_items(uri: str, fields: tuple[str, ...]) -> list[str]:
+def read_eval_items(uri: str, fields: tuple[str, ...], storage: fs.StorageOptions | None = None) -> list[str]:
     """The texts of one evaluation file: JSONL (``.jsonl``/``.json``: one object a line,
     each of ``fields`` that is present, a string or a list of strings), Parquet (the
     same fields as columns), else plain text (one item a non-empty line)."""
@@ -192,7 +207,7 @@ def read_eval_items(uri: str, fields: tuple[str, ...]) -> list[str]:
     if name.endswith(".parquet"):
         import pyarrow.parquet as pq
 
-        t = pq.read_table(fs.arrow_input(uri))
+        t = pq.read_table(fs.arrow_input(uri, storage))
         missing = [f for f in fields if f not in t.column_names]
         if len(missing) == len(fields):
             raise ValueError(f"evaluation file {uri}: none of the text fields {list(fields)} is a column "
@@ -202,7 +217,7 @@ def read_eval_items(uri: str, fields: tuple[str, ...]) -> list[str]:
                 for v in t.column(f).to_pylist():
                     take(v)
         return out
-    text = fs.read_text(uri)
+    text = fs.read_text(uri, storage)
     if name.endswith((".jsonl", ".json")):
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():
@@ -256,10 +271,10 @@ def index_from_hashes(hashes: np.ndarray, bench: np.ndarray, *, n: int, names: l
 
 @dataclass
 class Hits:
-    """What the matcher found in a batch: per row, the first hit (index position and
-    first word) or -1; ``words``: the batch's words (to name the n-gram)."""
+    """What the matcher found in a batch: per row, the first hit (its benchmark, an index
+    into ``names``, and its first word) or -1; ``words``: the batch's words (to name the n-gram)."""
 
-    first_pos: np.ndarray
+    first_bench: np.ndarray
     first_word: np.ndarray
     count: np.ndarray
     words: Words
@@ -267,14 +282,14 @@ class Hits:
     ngram_hit: np.ndarray
 
 
-def match(texts: pa.Array, index: NgramIndex) -> Hits:
+def match(texts: pa.Array, index: "NgramIndex | BloomIndex") -> Hits:
     """Every n-gram of every text looked up in the index."""
     w = words(normalize(texts))
     h, first = ngram_hashes(w, index.n)
-    pos = index.lookup(h)
+    pos = index.benchmarks(h)
     hit = pos >= 0
     nrows = len(texts)
-    first_pos = np.full(nrows, -1, dtype=np.int64)
+    first_bench = np.full(nrows, -1, dtype=np.int64)
     first_word = np.full(nrows, -1, dtype=np.int64)
     count = np.zeros(nrows, dtype=np.int64)
     if hit.any():
@@ -282,6 +297,136 @@ def match(texts: pa.Array, index: NgramIndex) -> Hits:
         np.add.at(count, rows, 1)
         uniq = np.unique(rows)
         k = np.searchsorted(rows, uniq)      # each row's first hit
-        first_pos[uniq] = pos[hit][k]
+        first_bench[uniq] = pos[hit][k]
         first_word[uniq] = first[hit][k]
-    return Hits(first_pos=first_pos, first_word=first_word, count=count, words=w, ngram_first=first, ngram_hit=hit)
+    return Hits(first_bench=first_bench, first_word=first_word, count=count, words=w, ngram_first=first, ngram_hit=hit)
+
+
+# -- Bloom filters ---------------------------------------------------------------------
+
+_M32 = np.uint64(0xFFFFFFFF)
+#: the per-benchmark filters' false-positive rate: they only name the benchmark of an
+#: n-gram the main filter holds, so a looser rate costs a rare wrong name, never a drop
+NAME_FPR = 1e-4
+#: the most bits one filter may have (probe positions are 32-bit fractions of ``m``)
+MAX_BLOOM_BITS = 2**32
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser: the n-gram hashes' bits spread evenly (the polynomial
+    hash's low bits are weak)."""
+    with np.errstate(over="ignore"):
+        h = h ^ (h >> np.uint64(30))
+        h = h * np.uint64(0xBF58476D1CE4E5B9)
+        h = h ^ (h >> np.uint64(27))
+        h = h * np.uint64(0x94D049BB133111EB)
+        return h ^ (h >> np.uint64(31))
+
+
+def bloom_size(count: int, fpr: float) -> tuple[int, int]:
+    """(bits, probes) of a Bloom filter holding ``count`` items at false-positive rate
+    ``fpr``: ``m = -count ln(fpr) / ln(2)^2`` (a multiple of 64), ``k = m/count ln 2``."""
+    m = max(64, int(np.ceil(-max(count, 1) * np.log(fpr) / np.log(2) ** 2 / 64)) * 64)
+    k = max(1, int(round(m / max(count, 1) * np.log(2))))
+    if m > MAX_BLOOM_BITS:
+        raise ValueError(f"a Bloom filter of {count} n-grams at fpr {fpr} needs {m} bits, more than "
+                         f"{MAX_BLOOM_BITS}; raise bloom_fpr or use index_kind: exact")
+    return m, k
+
+
+@dataclass
+class Bloom:
+    """One Bloom filter over 64-bit hashes: ``m`` bits in uint64 words, ``k`` probes by
+    double hashing (``g_i = h1 + i*h2`` mod 2**32, scaled to ``[0, m)``), numpy only.
+    A query stops probing at its first unset bit, so clean text costs ~2 probes."""
+
+    bits: np.ndarray
+    m: int
+    k: int
+
+    @classmethod
+    def build(cls, hashes: np.ndarray, fpr: float) -> "Bloom":
+        m, k = bloom_size(len(hashes), fpr)
+        words_ = np.zeros(m // 64, dtype=np.uint64)
+        h1, h2 = cls._split(hashes)
+        for i in range(k):
+            idx = cls._probe(h1, h2, i, m)
+            np.bitwise_or.at(words_, idx >> np.uint64(6), np.uint64(1) << (idx & np.uint64(63)))
+        return cls(bits=words_, m=m, k=k)
+
+    @staticmethod
+    def _split(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        a = _mix(hashes.astype(np.uint64, copy=False))
+        return a & _M32, (a >> np.uint64(32)) | np.uint64(1)
+
+    @staticmethod
+    def _probe(h1: np.ndarray, h2: np.ndarray, i: int, m: int) -> np.ndarray:
+        with np.errstate(over="ignore"):
+            g = (h1 + np.uint64(i) * h2) & _M32
+            return (g * np.uint64(m)) >> np.uint64(32)
+
+    def contains(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash, whether the filter may hold it (never False for a member)."""
+        h1, h2 = self._split(hashes)
+        todo = np.arange(len(hashes))
+        for i in range(self.k):
+            if not len(todo):
+                break
+            idx = self._probe(h1[todo], h2[todo], i, self.m)
+            bit = (self.bits[(idx >> np.uint64(6)).astype(np.int64)] >> (idx & np.uint64(63))) & np.uint64(1)
+            todo = todo[bit.astype(bool)]
+        out = np.zeros(len(hashes), dtype=bool)
+        out[todo] = True
+        return out
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.bits.nbytes)
+
+
+@dataclass
+class BloomIndex:
+    """The evaluation n-grams as Bloom filters, for sets too large to hold exactly: one
+    filter over every n-gram (the hot path: each document n-gram is probed once) and,
+    with several benchmarks, one per benchmark at :data:`NAME_FPR`, consulted only for the
+    n-grams the first filter holds, to name the benchmark (a true member of benchmark B
+    may be named after an earlier-listed one with probability ~NAME_FPR). A hit needs
+    both (no false negatives, so a true member always passes), so the false-positive
+    rate per n-gram is at most ``fpr``. Same :meth:`benchmarks` contract as
+    :class:`NgramIndex`."""
+
+    n: int
+    names: list[str]
+    fpr: float
+    ngrams: int
+    all: Bloom
+    per: list[Bloom]
+
+    @classmethod
+    def from_index(cls, index: NgramIndex, fpr: float) -> "BloomIndex":
+        per = ([Bloom.build(index.hashes[index.bench == b], max(fpr, NAME_FPR)) for b in range(len(index.names))]
+               if len(index.names) > 1 else [])
+        return cls(n=index.n, names=list(index.names), fpr=fpr, ngrams=len(index),
+                   all=Bloom.build(index.hashes, fpr), per=per)
+
+    def __len__(self) -> int:
+        return self.ngrams
+
+    @property
+    def nbytes(self) -> int:
+        return self.all.nbytes + sum(b.nbytes for b in self.per)
+
+    def benchmarks(self, hashes: np.ndarray) -> np.ndarray:
+        """Per hash, the first benchmark whose filter holds it, or -1."""
+        out = np.full(len(hashes), -1, dtype=np.int64)
+        cand = np.flatnonzero(self.all.contains(hashes))
+        if not self.per:
+            out[cand] = 0
+            return out
+        for b, f in enumerate(self.per):
+            if not len(cand):
+                break
+            yes = f.contains(hashes[cand])
+            out[cand[yes]] = b
+            cand = cand[~yes]
+        return out

@@ -16,7 +16,13 @@ import pyarrow as pa
 import pytest
 
 import datapipe
-from stages.decontam.ngrams import NgramIndex, build_index, match
+from datapipe.api import StageRunner
+from datapipe.errors import SpecError
+from datapipe.passes import run_prepared
+from datapipe.stage import StageContext
+from stages.decontam import Decontaminate, DecontamConfig
+from stages.decontam import passes as P
+from stages.decontam.ngrams import BloomIndex, NgramIndex, build_index, match
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "jobs" / "curate_data"))
@@ -54,10 +60,12 @@ def _edit(text: str) -> str:
     return "".join(c.upper() if i % 7 == 0 else c for i, c in enumerate(t))
 
 
-def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corpus, eval_file):
+@pytest.mark.parametrize("kind", ["exact", "bloom"])
+def test_quoted_items_are_caught_verbatim_and_edited_and_clean_text_is_kept(corpus, eval_file, kind):
     EVAL = eval_file
     assert len(corpus["quoted"]) >= 10 and len(corpus["clean"]) >= 100
-    stage = datapipe.stage("decontaminate", eval_sets={"wikitext_cloze": [str(EVAL)]}, text_fields=["question"])
+    stage = datapipe.stage("decontaminate", eval_sets={"wikitext_cloze": [str(EVAL)]}, text_fields=["question"],
+                           index_kind=kind)
     docs = corpus["quoted"] + [_edit(a) for a in corpus["quoted"]] + corpus["clean"]
     # a clean document that shares 12 consecutive words (< n = 13) with an item stays
     q = corpus["items"][3]["question"].split()
@@ -99,3 +107,65 @@ def test_index_artifact_and_plain_text_sets_decide_the_same(corpus, tmp_path):
     b = datapipe.stage("decontaminate", eval_sets={"cloze_txt": [str(txt)]}).mark(docs)
     assert a.column("reject_reason").to_pylist() == b.column("reject_reason").to_pylist()
     assert a.column("reject_reason").null_count == 20
+
+
+def _shakespeare(shared_dir, tmp_path) -> Path:
+    lines = [ln for ln in (shared_dir / "corpora" / "books" / "tinyshakespeare.txt").read_text(encoding="utf-8")
+             .split("\n\n") if len(ln.split()) >= 20][:300]
+    out = tmp_path / "shakespeare.txt"
+    out.write_text("\n".join(" ".join(p.split()) for p in lines), encoding="utf-8")
+    return out
+
+
+def test_bloom_index_names_the_benchmark_among_several(corpus, eval_file, shared_dir, tmp_path):
+    play = _shakespeare(shared_dir, tmp_path)
+    cfg = dict(eval_sets={"wikitext_cloze": [str(eval_file)], "shakespeare": [str(play)]},
+               text_fields=["question", "text"], index_kind="bloom")
+    stage = datapipe.stage("decontaminate", **cfg)
+    stage.stage.ensure_setup()
+    assert isinstance(stage.stage.index, BloomIndex) and len(stage.stage.index.per) == 2
+    speech = " ".join(play.read_text(encoding="utf-8").splitlines()[40].split()[:30]).upper()
+    docs = [corpus["books"][0][:2000] + " " + speech + " " + corpus["books"][1][:2000], corpus["quoted"][0],
+            *corpus["clean"][:50]]
+    kept, rejects = stage(pa.table({"text": docs}))
+    assert rejects.column("text").to_pylist() == docs[:2] and kept.num_rows == 50
+    details = rejects.column("reject_detail").to_pylist()
+    assert details[0].startswith("shakespeare: ") and details[1].startswith("wikitext_cloze: ")
+
+
+def _prepare(tmp_path, **cfg) -> tuple[Decontaminate, StageContext]:
+    stage = Decontaminate(DecontamConfig(**cfg))
+    ctx = StageContext(work_dir=str(tmp_path / "work"), sources=("web",))
+    run_prepared(stage, ctx)
+    return stage, ctx
+
+
+def test_index_passes_run_once_are_reused_and_ship_to_setup(corpus, eval_file, shared_dir, tmp_path):
+    play = _shakespeare(shared_dir, tmp_path)
+    cfg = dict(eval_sets={"wikitext_cloze": [str(eval_file)]}, text_fields=["question"], index_kind="bloom",
+               bloom_fpr=1e-7)
+    first, ctx = _prepare(tmp_path, **cfg)
+    names = [t["pass"] for t in ctx.report["passes"]]
+    assert names == ["items", "summary", "index", "bloom"] and not any(t["reused"] for t in ctx.report["passes"])
+    ref = build_index({"wikitext_cloze": [str(eval_file)]}, fields=("question",))
+    assert ctx.report["ngrams"] == len(ref) and ctx.report["index_kind"] == "bloom"
+    per = ctx.report["per_benchmark"]["wikitext_cloze"]
+    assert per["items"] == ref.items["wikitext_cloze"] and per["distinct_ngrams"] == len(ref)
+    assert 0 < ctx.report["index_bytes"] < 10 * len(ref)   # bloom: smaller than the exact index
+    again, ctx2 = _prepare(tmp_path, **cfg)                  # same files and params: every pass reused
+    assert all(t["reused"] for t in ctx2.report["passes"]) and again.prepared == first.prepared
+    exact = P.load({"index": first.prepared["index"]}, n=13, names=["wikitext_cloze"], storage=None)
+    assert np.array_equal(exact.hashes, ref.hashes) and np.array_equal(exact.bench, ref.bench)
+    # the workers use the shipped artifact, not their config's files: a stage configured with
+    # other files but handed these artifacts decides by the artifacts
+    other = Decontaminate(DecontamConfig(eval_sets={"wikitext_cloze": [str(play)]}, index_kind="bloom"))
+    other.prepared = dict(first.prepared)
+    docs = pa.table({"text": corpus["quoted"][:3] + corpus["clean"][:10]})
+    assert StageRunner(other).mark(docs).column("reject_reason").null_count == 10
+
+
+def test_bad_evaluation_file_is_an_error_naming_it(eval_file, tmp_path):
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text('{"question": "fine"}\n{"question": "cut off', encoding="utf-8")
+    with pytest.raises(SpecError, match="broken.jsonl"):
+        _prepare(tmp_path, eval_sets={"ok": [str(eval_file)], "bad": [str(bad)]}, text_fields=["question"])
