@@ -188,21 +188,26 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         if not (isinstance(rep, dict) and "s_curve" in rep):
             continue
         params = {**DEDUP_DEFAULTS, **{k: v for k, v in (rep.get("params") or {}).items() if k in DEDUP_DEFAULTS}}
-        if docs <= params["local_rows"]:
-            dedup_path = f"{name} decides in the driver: ~{docs * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most"
-            driver = max(driver, driver0 + docs * DEDUP_DRIVER_BYTES_PER_DOC)
+        # the stage chooses its path by the documents that reach it (its side rows), not those read
+        seen0 = float(next((st["docs_in"] for st in stages if st["stage"] == name), d0))
+        seen = seen0 * scale
+        if seen <= params["local_rows"]:
+            dedup_path = (f"{name} decides in the driver ({seen:,.0f} documents reach it): "
+                          f"~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most")
+            driver = max(driver, driver0 + seen * DEDUP_DRIVER_BYTES_PER_DOC)
             serial += drv0.get(name, 0.0) * scale
         else:
             bound = max(params["verify_partition_rows"] * DEDUP_VERIFY_BYTES_PER_DOC,
                         params["local_max_edges"] * DEDUP_EDGE_BYTES)
-            dedup_path = (f"{name} above local_rows {params['local_rows']:,}: distributed passes, each task "
+            dedup_path = (f"{name} ({seen:,.0f} documents reach it) above local_rows {params['local_rows']:,}: "
+                          "distributed passes, each task "
                           f"<= ~{bound / 1e6:,.0f} MB (verify_partition_rows {params['verify_partition_rows']:,} "
                           f"x ~5 KB, local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
-            if d0 <= params["local_rows"]:
-                notes.append(f"driver peak: the source's, which includes its local decide() of {d0:,.0f} documents "
-                             f"(up to ~{d0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
+            if seen0 <= params["local_rows"]:
+                notes.append(f"driver peak: the source's, which includes its local decide() of {seen0:,.0f} documents "
+                             f"(up to ~{seen0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
                              "does not hold: an upper bound")
     stage_cpu = {name: (task0[name] + drv0[name]) * scale for name in task0}
     work = sum(stage_cpu.values())
