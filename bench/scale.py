@@ -148,20 +148,25 @@ def docs_corpus(shared: Path, folder: Path, n: int, *, exact: float, near: float
     return truth
 
 
-def chain_spec(folder: Path, cpus: int) -> Path:
+def chain_spec(folder: Path, cpus: int, *, warc: bool = False) -> Path:
     """The full chain over ``docs_corpus``'s three sources (normalize, length, langid,
     Gopher, C4, FineWeb, quality, perplexity, dedup, PII, tokenize; the sample job's
-    models from ``make models``)."""
+    models from ``make models``); ``warc``: over ``data/*.warc.gz`` instead, with
+    ``extract`` first."""
     path = folder / "job.yaml"
+    sources = ("""
+          - {name: web, format: warc, paths: [data/*.warc.gz]}""" if warc else """
+          - {name: books, format: jsonl, paths: [data/books/*.jsonl], options: {id_key: id}}
+          - {name: wiki, format: jsonl, paths: [data/wiki/*.jsonl], options: {id_key: id}}
+          - {name: web, format: jsonl, paths: [data/web/*.jsonl], options: {id_key: id}}""")
+    extract = """
+          - extract: {}""" if warc else ""
     path.write_text(textwrap.dedent(f"""
         name: scale-docs
         output: out
         execution: {{num_cpus: {cpus}, batch_rows: 512}}
-        sources:
-          - {{name: books, format: jsonl, paths: [data/books/*.jsonl], options: {{id_key: id}}}}
-          - {{name: wiki, format: jsonl, paths: [data/wiki/*.jsonl], options: {{id_key: id}}}}
-          - {{name: web, format: jsonl, paths: [data/web/*.jsonl], options: {{id_key: id}}}}
-        stages:
+        sources:{sources}
+        stages:{extract}
           - normalize: {{}}
           - length: {{min_chars: 100}}
           - langid: {{model: null, languages: [en, fr, es, de], min_score: 0.5}}
@@ -466,16 +471,52 @@ def docs_run(args: argparse.Namespace, shared: Path) -> None:
     r = docs_one(args.docs, args, shared)
     if base is not None:
         estimate_table([(f"{base['docs']:,} docs", base), (f"{args.docs:,} docs", r)], args.cpus)
-    if args.project_docs:
-        from datapipe.estimate import Target, estimate
+    if args.project_docs or args.project_bytes:
+        project(r, args, f"this {args.docs:,}-document run")
 
-        est = estimate(r["report"], Target(docs=args.project_docs, cores_per_node=args.cpus),
-                       source=f"this {args.docs:,}-document run")
-        print(f"\nProjection for {args.project_docs:,} documents on this machine ({args.cpus} CPUs):\n")
-        print(est.text())
+
+def warc_run(args: argparse.Namespace, shared: Path) -> dict:
+    """The full chain with ``extract`` first over ``--warc-pages`` HTML responses (the
+    shared real pages, in WARC files as Common Crawl writes them): the source run for a
+    projection by input bytes of a crawl's WARC files."""
+    from peers import build_warc
+
+    work = Path(tempfile.mkdtemp(prefix="dp-scale-warc-"))
+    try:
+        build_warc(shared, args.warc_pages, work / "data")
+        r = run_measured(chain_spec(work, args.cpus, warc=True))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    rep = r["report"]
+    print(f"\n{args.warc_pages:,} WARC responses ({rep['input']['bytes'] / 1e6:.1f} MB read, decompressed), "
+          f"full chain with extract; {args.cpus} CPUs; load {r['load_start']} -> {r['load_end']}")
+    print(f"wall {r['wall']:.1f} s, CPU {r['cpu_s']:.0f} s (driver + Ray), stage CPU {sum(r['stages'].values()):.1f} s "
+          f"(extract {r['stages'].get('extract', 0):.1f} s), driver peak {r['rss_mb']:.0f} MB, largest worker "
+          f"{r['worker_rss_mb']:.0f} MB, kept {rep['totals']['documents']:,}")
+    if args.save:
+        Path(args.save).mkdir(parents=True, exist_ok=True)
+        (Path(args.save) / f"warc-{args.warc_pages}.json").write_text(json.dumps(r, indent=1))
+    return r
+
+
+def project(r: dict, args: argparse.Namespace, what: str) -> None:
+    """`datapipe estimate` from run ``r``'s report for ``--project-bytes`` or
+    ``--project-docs`` on ``--project-nodes`` x ``--project-cores``."""
+    from datapipe.estimate import Target, estimate
+
+    size = {"input_bytes": args.project_bytes} if args.project_bytes else {"docs": args.project_docs}
+    target = Target(**size, nodes=args.project_nodes, cores_per_node=args.project_cores or args.cpus,
+                    mem_per_node=args.project_mem, worker_mem=int(r["worker_rss_mb"] * 1e6) or None)
+    est = estimate(r["report"], target, source=what)
+    print(f"\nProjection ({', '.join(f'{k} {v:,}' for k, v in size.items())}) on {target.nodes} node(s) x "
+          f"{target.cores_per_node} cores:\n")
+    print(est.text())
 
 
 def main() -> None:
+    sys.path.insert(0, str(REPO))
+    from datapipe.estimate import parse_size
+
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--base-mb", type=int, default=4)
     ap.add_argument("--factors", type=int, nargs="+", default=[1, 4, 16])
@@ -496,6 +537,13 @@ def main() -> None:
                     help="with --docs: share of documents re-issued under an id already used in their source")
     ap.add_argument("--project-docs", type=int, default=1_000_000,
                     help="with --docs: print `datapipe estimate` for this many documents (0: none)")
+    ap.add_argument("--project-bytes", type=parse_size, help="with --docs or --warc-pages: print `datapipe "
+                                                                 "estimate` for this much input (e.g. 394TiB)")
+    ap.add_argument("--project-nodes", type=int, default=1, help="the projection's nodes")
+    ap.add_argument("--project-cores", type=int, help="the projection's cores per node (default --cpus)")
+    ap.add_argument("--project-mem", type=parse_size, help="the projection's memory per node (e.g. 256GB)")
+    ap.add_argument("--warc-pages", type=int, help="instead: the full chain with extract over this many WARC "
+                                                   "responses of real pages (a source run for --project-bytes)")
     ap.add_argument("--save", help="with --docs: write each run's measurement (JSON) into this folder")
     ap.add_argument("--measure", help=argparse.SUPPRESS)
     from bench import _smoke  # the repository is on sys.path (above)
@@ -506,7 +554,11 @@ def main() -> None:
         return
     sys.path.insert(0, str(REPO))
     shared = Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared"))
-    if args.docs:
+    if args.warc_pages:
+        r = warc_run(args, shared)
+        if args.project_docs or args.project_bytes:
+            project(r, args, f"this {args.warc_pages:,}-page WARC run")
+    elif args.docs:
         docs_run(args, shared)
     else:
         factors_table(args, shared)

@@ -247,20 +247,22 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
 
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-          "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15}
+          "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 
 
 def parse_size(text: str) -> int:
-    """``"250"``, ``"4.5GB"``, ``"80 TB"``, ``"1M"`` (decimal units) -> an int."""
+    """``"250"``, ``"4.5GB"``, ``"80 TB"``, ``"1M"`` (decimal units), ``"394TiB"`` (binary
+    units, as Common Crawl states its crawls' sizes) -> an int."""
     t = text.strip().lower().replace(",", "").replace("_", "")
-    num = t.rstrip("kmgtpb ")
+    num = t.rstrip("kmgtpbi ")
     unit = t[len(num):].strip()
     try:
         value = float(num)
     except ValueError:
         value = None
     if value is None or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500000, 64GB, 80TB)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500000, 64GB, 80TB, 394TiB)")
     return int(value * _UNITS[unit])
 
 
@@ -279,7 +281,7 @@ def add_cli(sub) -> None:
                                         "finished run's report")
     p.add_argument("report", help="a finished run's report.json or output folder (a small run of the same chain)")
     size = p.add_mutually_exclusive_group(required=True)
-    size.add_argument("--input-bytes", type=parse_size, help="the full job's input (e.g. 80TB; as the report counts "
+    size.add_argument("--input-bytes", type=parse_size, help="the full job's input (e.g. 80TB, 394TiB; as the report counts "
                                                              "it: decompressed text + markup)")
     size.add_argument("--docs", type=parse_size, help="the full job's documents (e.g. 1M)")
     p.add_argument("--nodes", type=int, default=1)

@@ -84,6 +84,14 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
     assert tight.usable_cores == 8 and any("memory-bound" in a for a in tight.assumptions)
     assert parallel(tight) == pytest.approx(4 * parallel(c32), rel=1e-3)
 
+    # dedup's path follows the documents that reach it (its side rows), not those read
+    d0, seen = report["input"]["docs"], next(st["docs_in"] for st in report["stages"] if st["stage"] == "dedup")
+    assert seen < 0.85 * d0   # earlier stages drop documents
+    near = estimate(report, Target(docs=int(0.95 * 200_000 * d0 / seen), cores_per_node=4), source="r")
+    far = estimate(report, Target(docs=int(1.05 * 200_000 * d0 / seen), cores_per_node=4), source="r")
+    assert near.docs > 200_000 and "decides in the driver" in near.dedup_path
+    assert "distributed passes" in far.dedup_path
+
     assert main(["estimate", str(run_report), "--input-bytes", str(40 * b0), "--nodes", "2",
                  "--cores-per-node", "16"]) == 0
     out = capsys.readouterr().out
@@ -93,6 +101,7 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
 
 def test_target_and_sizes_are_checked():
     assert parse_size("80TB") == 80 * 10**12 and parse_size("1M") == 10**6 and parse_size("2,500") == 2500
+    assert parse_size("394TiB") == 394 * 2**40 and parse_size("1.5 GiB") == int(1.5 * 2**30)
     with pytest.raises(SpecError, match="--input-bytes and --docs"):
         Target(cores_per_node=4)
     with pytest.raises(SpecError, match="efficiency"):
