@@ -233,13 +233,17 @@ def store_stats(state) -> tuple[float, float]:
 
 
 def tree_cpu(root: int, seen: dict[int, float], hwm: dict[int, float] | None = None,
-             written: dict[int, float] | None = None) -> None:
+             written: dict[int, float] | None = None, anon: dict[int, tuple[float, str]] | None = None) -> None:
     """Record in ``seen`` (pid -> CPU seconds, user + system) every live process under
     ``root``: the driver and the Ray it started (GCS, raylet, workers). Sampled, so a
     process's last fraction of a sampling interval is missed; other jobs on the machine
     are never counted, which makes this a measure of work that load does not inflate.
     With ``hwm``: each Ray worker's (``ray::*``) peak RSS (``VmHWM``, bytes); with
-    ``written``: each process's bytes written to storage (``/proc/<pid>/io``)."""
+    ``written``: each process's bytes written to storage (``/proc/<pid>/io``); with
+    ``anon``: the driver's (``root``) and each Ray worker's peak private memory as sampled
+    (``RssAnon``: what the process allocated itself, without the object store's shared
+    pages it mapped, which ``VmHWM`` counts) and the process's name at that peak (a Ray
+    worker is named after the task it runs)."""
     tick = os.sysconf("SC_CLK_TCK")
     procs = {}
     for d in Path("/proc").iterdir():
@@ -258,10 +262,15 @@ def tree_cpu(root: int, seen: dict[int, float], hwm: dict[int, float] | None = N
             continue
         seen[pid] = max(seen.get(pid, 0.0), cpu)
         try:
-            if hwm is not None and comm.startswith("ray::"):
+            if hwm is not None and (comm.startswith("ray::") or pid == root):
                 for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                    if line.startswith("VmHWM:"):
+                    if line.startswith("VmHWM:") and pid != root:
                         hwm[pid] = max(hwm.get(pid, 0.0), float(line.split()[1]) * 1024)
+                    elif line.startswith("RssAnon:") and anon is not None:
+                        v = float(line.split()[1]) * 1024
+                        if v > anon.get(pid, (0.0, ""))[0]:
+                            name = comm if pid == root else Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0]
+                            anon[pid] = (v, name if isinstance(name, str) else name.decode(errors="replace"))
             if written is not None:
                 for line in Path(f"/proc/{pid}/io").read_text().splitlines():
                     if line.startswith("write_bytes:"):
@@ -302,14 +311,14 @@ def measure(job: str) -> None:
     spec = load_job(job)
     ensure_ray(spec)
     state = get_state_from_address(ray.get_runtime_context().gcs_address)
-    peak, spilled, cpu, hwm, written = [0.0], [0.0], {}, {}, {}
+    peak, spilled, cpu, hwm, written, anon = [0.0], [0.0], {}, {}, {}, {}
     stop = threading.Event()
 
     def sample() -> None:
         while not stop.is_set():
             used, spilled[0] = store_stats(state)
             peak[0] = max(peak[0], used)
-            tree_cpu(os.getpid(), cpu, hwm, written)
+            tree_cpu(os.getpid(), cpu, hwm, written, anon)
             time.sleep(0.25)
 
     t = threading.Thread(target=sample, daemon=True)
@@ -320,13 +329,18 @@ def measure(job: str) -> None:
     wall = time.perf_counter() - t0
     stop.set()
     t.join()
-    tree_cpu(os.getpid(), cpu, hwm, written)
+    tree_cpu(os.getpid(), cpu, hwm, written, anon)
     rep = result.report
+    me = os.getpid()
+    workers = sorted(((v, name) for pid, (v, name) in anon.items() if pid != me), reverse=True)
     print(json.dumps({"wall": wall, "stages": {s["stage"]: s.get("task_seconds", s["busy_seconds"])
                                                + s.get("driver_seconds", 0.0) for s in rep["stages"]},
                       "docs": rep["stages"][0]["docs_in"],
                       "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
                       "worker_rss_mb": max(hwm.values(), default=0.0) / 1e6,
+                      "driver_anon_mb": anon.get(me, (0.0, ""))[0] / 1e6,
+                      "worker_anon_mb": workers[0][0] / 1e6 if workers else 0.0,
+                      "worker_anon_top": [(round(v / 1e6), name[:80]) for v, name in workers[:5]],
                       "store_mb": peak[0] / 1e6, "spilled_mb": spilled[0] / 1e6, "cpu_s": sum(cpu.values()),
                       "written_mb": sum(written.values()) / 1e6,
                       "load": os.getloadavg()[0], "ids_check": ids_check, "load_start": load_start,
@@ -430,12 +444,16 @@ def docs_one(n: int, args: argparse.Namespace, shared: Path) -> dict:
           f"{len(truth['repeat']):,} re-issued ids), {mb:.1f} MB JSONL, built in {built:.1f} s, text groups from "
           f"{truth['rounds']} stride rounds (a sample of {args.population or args.docs:,}); {args.cpus} CPUs; load "
           f"average (1, 5, 15 min) at the start {r['load_start']}, at the end {r['load_end']}")
-    print("| wall s | CPU s (driver + Ray) | stage CPU s | driver peak RSS MB | largest worker peak RSS MB | "
-          "object store peak MB | spilled MB | disk written MB | output MB | kept docs | tokens |")
+    print("| wall s | CPU s (driver + Ray) | stage CPU s | driver peak RSS MB (private) | largest worker peak RSS MB "
+          "(private) | object store peak MB | spilled MB | disk written MB | output MB | kept docs | tokens |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
-    print(f"| {r['wall']:.1f} | {r['cpu_s']:.0f} | {sum(r['stages'].values()):.1f} | {r['rss_mb']:.0f} | "
-          f"{r['worker_rss_mb']:.0f} | {r['store_mb']:.1f} | {r['spilled_mb']:.0f} | {r['written_mb']:.0f} | "
+    print(f"| {r['wall']:.1f} | {r['cpu_s']:.0f} | {sum(r['stages'].values()):.1f} | {r['rss_mb']:.0f} "
+          f"({r.get('driver_anon_mb', 0):.0f}) | {r['worker_rss_mb']:.0f} ({r.get('worker_anon_mb', 0):.0f}) | "
+          f"{r['store_mb']:.1f} | {r['spilled_mb']:.0f} | {r['written_mb']:.0f} | "
           f"{out_mb:.1f} | {rep['totals']['documents']:,} | {sum(s['tokens'] for s in rep['shards'].values()):,} |")
+    print("peak RSS: VmHWM, which counts the object store's shared pages a process mapped; private: the largest "
+          "RssAnon sampled every 0.25 s. Largest workers by private memory (MB, task at the peak): "
+          + "; ".join(f"{mb} {name}" for mb, name in r.get("worker_anon_top", [])))
     print("\n| stage | docs in | dropped | CPU s |")
     print("|---|---:|---:|---:|")
     for st in rep["stages"]:
