@@ -3,6 +3,7 @@ the assumptions naming the source report."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import textwrap
@@ -84,13 +85,15 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
     assert tight.usable_cores == 8 and any("memory-bound" in a for a in tight.assumptions)
     assert parallel(tight) == pytest.approx(4 * parallel(c32), rel=1e-3)
 
-    # dedup's path follows the documents that reach it (its side rows), not those read
-    d0, seen = report["input"]["docs"], next(st["docs_in"] for st in report["stages"] if st["stage"] == "dedup")
-    assert seen < 0.85 * d0   # earlier stages drop documents
-    near = estimate(report, Target(docs=int(0.95 * 200_000 * d0 / seen), cores_per_node=4), source="r")
-    far = estimate(report, Target(docs=int(1.05 * 200_000 * d0 / seen), cores_per_node=4), source="r")
-    assert near.docs > 200_000 and "decides in the driver" in near.dedup_path
-    assert "distributed passes" in far.dedup_path
+    # dedup's path follows the documents that reach it (its side rows), not those read: the
+    # same report with half the documents dropped before dedup (as C4 drops ~40% in bench/scale.py)
+    halved = copy.deepcopy(report)
+    d0 = report["input"]["docs"]
+    next(st for st in halved["stages"] if st["stage"] == "dedup")["docs_in"] = d0 / 2
+    for docs, path in ((300_000, "decides in the driver (150,000 documents reach it)"),
+                       (500_000, "(250,000 documents reach it) above local_rows 200,000: distributed passes")):
+        e = estimate(halved, Target(docs=docs, cores_per_node=4), source="r")
+        assert path in e.dedup_path, e.dedup_path
 
     assert main(["estimate", str(run_report), "--input-bytes", str(40 * b0), "--nodes", "2",
                  "--cores-per-node", "16"]) == 0
