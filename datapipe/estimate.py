@@ -16,8 +16,8 @@ with every estimate:
   worker per core;
 * memory: split tasks hold one split at a time, so a worker's peak does not grow with
   input; the driver is flat (one small record per split) except for dedup's ``decide()``,
-  which runs in the driver up to ``local_rows`` documents (~1-5 KB each, docs/dedup.md)
-  and in bounded Ray Data partitions beyond;
+  which runs in the driver up to 20,000 documents, in one Ray task up to ``local_rows``
+  (~1-5 KB each, docs/dedup.md) and in bounded Ray Data partitions beyond;
 * output bytes, documents and tokens are the source run's ratios to input.
 
 No part of it looks at the target's data: a sample that is not representative (other
@@ -41,8 +41,10 @@ log = logging.getLogger(__name__)
 #: the largest Ray worker measured in docs/dedup.md ("largest worker", 200,000 documents:
 #: 989 MB, the verification joins); used for ``--mem-per-node`` when ``--worker-mem`` is not given
 MEASURED_WORKER_BYTES = 1_000_000_000
-#: docs/dedup.md: decide()'s local path holds ~1-5 KB per document in the driver
+#: docs/dedup.md: decide()'s local path holds ~1-5 KB per document, in the driver up to
+#: DEDUP_DRIVER_ROWS side rows (stages.dedup.stage.DRIVER_ROWS), in one Ray task above
 DEDUP_DRIVER_BYTES_PER_DOC = 5_000
+DEDUP_DRIVER_ROWS = 20_000
 #: docs/dedup.md defaults (used when the report's dedup section does not carry them)
 DEDUP_DEFAULTS = {"local_rows": 200_000, "verify_partition_rows": 100_000, "local_max_edges": 1_000_000}
 #: docs/dedup.md: per-document bytes of a verification partition (signatures + shingle
@@ -191,10 +193,15 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         # the stage chooses its path by the documents that reach it (its side rows), not those read
         seen0 = float(next((st["docs_in"] for st in stages if st["stage"] == name), d0))
         seen = seen0 * scale
-        if seen <= params["local_rows"]:
+        if seen <= DEDUP_DRIVER_ROWS:
             dedup_path = (f"{name} decides in the driver ({seen:,.0f} documents reach it): "
                           f"~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most")
             driver = max(driver, driver0 + seen * DEDUP_DRIVER_BYTES_PER_DOC)
+            serial += drv0.get(name, 0.0) * scale
+        elif seen <= params["local_rows"]:
+            dedup_path = (f"{name} decides in one Ray task ({seen:,.0f} documents reach it, above "
+                          f"{DEDUP_DRIVER_ROWS:,}): ~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most there")
+            worker = max(worker or 0, seen * DEDUP_DRIVER_BYTES_PER_DOC)
             serial += drv0.get(name, 0.0) * scale
         else:
             bound = max(params["verify_partition_rows"] * DEDUP_VERIFY_BYTES_PER_DOC,
@@ -205,7 +212,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
                           f"x ~5 KB, local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
-            if seen0 <= params["local_rows"]:
+            if seen0 <= DEDUP_DRIVER_ROWS:
                 notes.append(f"driver peak: the source's, which includes its local decide() of {seen0:,.0f} documents "
                              f"(up to ~{seen0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
                              "does not hold: an upper bound")
@@ -235,7 +242,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         "a stage's busy seconds are wall time inside the stage: on a loaded source machine they include waiting "
         "for a core, which inflates the projection",
         "memory: split tasks hold one split at a time (flat in input); driver flat except dedup's local decide() "
-        "(docs/dedup.md bounds)",
+        f"up to {DEDUP_DRIVER_ROWS:,} documents (above: in one Ray task up to local_rows; docs/dedup.md bounds)",
         f"output ratios as in the source: {totals.get('documents', 0) / d0:.3f} documents kept per document read, "
         f"{out_bytes / b0:.3f} text bytes per input byte, {tokens / b0:.4f} tokens per input byte",
     ] + notes

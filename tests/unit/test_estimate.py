@@ -90,7 +90,8 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
     halved = copy.deepcopy(report)
     d0 = report["input"]["docs"]
     next(st for st in halved["stages"] if st["stage"] == "dedup")["docs_in"] = d0 / 2
-    for docs, path in ((300_000, "decides in the driver (150,000 documents reach it)"),
+    for docs, path in ((30_000, "decides in the driver (15,000 documents reach it)"),
+                       (300_000, "decides in one Ray task (150,000 documents reach it"),
                        (500_000, "(250,000 documents reach it) above local_rows 200,000: distributed passes")):
         e = estimate(halved, Target(docs=docs, cores_per_node=4), source="r")
         assert path in e.dedup_path, e.dedup_path
