@@ -51,6 +51,11 @@ DEDUP_DEFAULTS = {"local_rows": 200_000, "verify_partition_rows": 100_000, "loca
 #: sets, "a few KB per document") and per duplicate edge in the one components task
 DEDUP_VERIFY_BYTES_PER_DOC = 5_000
 DEDUP_EDGE_BYTES = 400
+#: measured (bench/scale.py --docs 1000000, docs/engine.md "Scale"): the largest Ray worker's
+#: private memory on dedup's distributed path, a read + map task of its passes (Ray Data's
+#: read units and the shuffles' partitions bound it, not the corpus); the per-partition
+#: arithmetic above undercounts it
+DEDUP_DISTRIBUTED_WORKER_BYTES = 1_900_000_000
 #: docs/dedup.md: the distributed path's fixed cost, Ray Data operator start-up (~15 s on 2 cores)
 DEDUP_PASSES_FIXED_SECONDS = 15.0
 
@@ -205,11 +210,11 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
             serial += drv0.get(name, 0.0) * scale
         else:
             bound = max(params["verify_partition_rows"] * DEDUP_VERIFY_BYTES_PER_DOC,
-                        params["local_max_edges"] * DEDUP_EDGE_BYTES)
+                        params["local_max_edges"] * DEDUP_EDGE_BYTES, DEDUP_DISTRIBUTED_WORKER_BYTES)
             dedup_path = (f"{name} ({seen:,.0f} documents reach it) above local_rows {params['local_rows']:,}: "
-                          "distributed passes, each task "
-                          f"<= ~{bound / 1e6:,.0f} MB (verify_partition_rows {params['verify_partition_rows']:,} "
-                          f"x ~5 KB, local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
+                          f"distributed passes, each worker ~{bound / 1e9:,.1f} GB at most (measured at 1M documents; "
+                          f"partitions of verify_partition_rows {params['verify_partition_rows']:,} x ~5 KB, "
+                          f"local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
             if seen0 <= DEDUP_DRIVER_ROWS:
