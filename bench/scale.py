@@ -13,15 +13,25 @@ Expected: wall (beyond Ray's fixed start-up) and CPU seconds near-linear in inpu
 driver RSS and object-store peak flat. ``--estimate``: `datapipe estimate` from the 1x
 run's report for each larger size, beside what it measured.
 
-    .venv/bin/python bench/scale.py --docs 10000 [--exact 0.05 --near 0.05] [--estimate]
+    .venv/bin/python bench/scale.py --docs 10000 [--exact 0.05 --near 0.05 --repeat-ids 0.01]
+        [--population 1000000] [--estimate | --estimate-docs 10000] [--save DIR]
 
 One run of the full chain (normalize, length, langid, Gopher, C4, FineWeb, quality,
 perplexity, dedup, PII, tokenize; the models of ``make models``) over N documents of real
-text (Gutenberg, WikiText-2, Lee news) with known exact and near copies across sources:
-wall, CPU seconds per stage, peak RSS of the driver and of the largest Ray worker
-(``VmHWM``), object-store peak, spilled bytes, bytes written to disk (``/proc/<pid>/io``),
-dedup's removals against the known copies, and `datapipe estimate`'s projection for
-``--project-docs`` (default 1,000,000) from this run's report.
+text (Gutenberg, WikiText-2, Lee news) with known exact and near copies across sources and
+re-issued ids: wall, CPU seconds per stage, peak RSS of the driver and of the largest Ray
+worker (``VmHWM``, and the private ``RssAnon`` peak), object-store peak, spilled bytes,
+bytes written to disk (``/proc/<pid>/io``), dedup's path and removals against the known
+copies, the duplicate-id check's cost and catches, and `datapipe estimate`'s projection for
+``--project-docs`` (default 1,000,000) from this run's report. ``--population``: the N
+documents are a uniform sample of that many (give the full run's size to the 1% run);
+``--estimate-docs``: a run of that size first, and the estimate from it beside this one.
+
+    .venv/bin/python bench/scale.py --warc-pages 549 --project-bytes 394TiB --project-nodes 64 \
+        --project-cores 32 --project-mem 256GB
+
+The full chain with ``extract`` first over real HTML pages in WARC files, and `datapipe
+estimate` from it for a crawl's size on a cluster (docs/engine.md "Scale").
 """
 
 from __future__ import annotations
