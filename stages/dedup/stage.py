@@ -6,8 +6,10 @@ decisions, once, without ever seeing text. See ``docs/dedup.md``.
 engine's :class:`datapipe.passes.PassExecutor`, which runs them two ways with identical
 decisions (same kernels, same keys):
 
-* **local** (side rows + index documents <= ``local_rows``): every pass in this process
-  on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost;
+* **local** (side rows + index documents <= ``local_rows``): every pass in one process
+  on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost; that
+  process is the driver up to :data:`DRIVER_ROWS` rows, above it one Ray task (so the
+  driver's memory does not grow with the corpus);
 * **distributed**: Ray Data passes over the side files, joined by durable Parquet
   artifacts (below), every partition bounded by ``partition_rows`` /
   ``verify_partition_rows`` rows, so no task's memory grows with the corpus.
