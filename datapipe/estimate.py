@@ -16,8 +16,8 @@ with every estimate:
   worker per core;
 * memory: split tasks hold one split at a time, so a worker's peak does not grow with
   input; the driver is flat (one small record per split) except for dedup's ``decide()``,
-  which runs in the driver up to ``local_rows`` documents (~1-5 KB each, docs/dedup.md)
-  and in bounded Ray Data partitions beyond;
+  which runs in the driver up to 20,000 documents, in one Ray task up to ``local_rows``
+  (~1-5 KB each, docs/dedup.md) and in bounded Ray Data partitions beyond;
 * output bytes, documents and tokens are the source run's ratios to input.
 
 No part of it looks at the target's data: a sample that is not representative (other
@@ -41,14 +41,21 @@ log = logging.getLogger(__name__)
 #: the largest Ray worker measured in docs/dedup.md ("largest worker", 200,000 documents:
 #: 989 MB, the verification joins); used for ``--mem-per-node`` when ``--worker-mem`` is not given
 MEASURED_WORKER_BYTES = 1_000_000_000
-#: docs/dedup.md: decide()'s local path holds ~1-5 KB per document in the driver
+#: docs/dedup.md: decide()'s local path holds ~1-5 KB per document, in the driver up to
+#: DEDUP_DRIVER_ROWS side rows (stages.dedup.stage.DRIVER_ROWS), in one Ray task above
 DEDUP_DRIVER_BYTES_PER_DOC = 5_000
+DEDUP_DRIVER_ROWS = 20_000
 #: docs/dedup.md defaults (used when the report's dedup section does not carry them)
 DEDUP_DEFAULTS = {"local_rows": 200_000, "verify_partition_rows": 100_000, "local_max_edges": 1_000_000}
 #: docs/dedup.md: per-document bytes of a verification partition (signatures + shingle
 #: sets, "a few KB per document") and per duplicate edge in the one components task
 DEDUP_VERIFY_BYTES_PER_DOC = 5_000
 DEDUP_EDGE_BYTES = 400
+#: measured (bench/scale.py --docs 1000000, docs/engine.md "Scale"): the largest Ray worker's
+#: private memory on dedup's distributed path, a read + map task of its passes (Ray Data's
+#: read units and the shuffles' partitions bound it, not the corpus); the per-partition
+#: arithmetic above undercounts it
+DEDUP_DISTRIBUTED_WORKER_BYTES = 1_900_000_000
 #: docs/dedup.md: the distributed path's fixed cost, Ray Data operator start-up (~15 s on 2 cores)
 DEDUP_PASSES_FIXED_SECONDS = 15.0
 
@@ -188,21 +195,31 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         if not (isinstance(rep, dict) and "s_curve" in rep):
             continue
         params = {**DEDUP_DEFAULTS, **{k: v for k, v in (rep.get("params") or {}).items() if k in DEDUP_DEFAULTS}}
-        if docs <= params["local_rows"]:
-            dedup_path = f"{name} decides in the driver: ~{docs * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most"
-            driver = max(driver, driver0 + docs * DEDUP_DRIVER_BYTES_PER_DOC)
+        # the stage chooses its path by the documents that reach it (its side rows), not those read
+        seen0 = float(next((st["docs_in"] for st in stages if st["stage"] == name), d0))
+        seen = seen0 * scale
+        if seen <= DEDUP_DRIVER_ROWS:
+            dedup_path = (f"{name} decides in the driver ({seen:,.0f} documents reach it): "
+                          f"~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most")
+            driver = max(driver, driver0 + seen * DEDUP_DRIVER_BYTES_PER_DOC)
+            serial += drv0.get(name, 0.0) * scale
+        elif seen <= params["local_rows"]:
+            dedup_path = (f"{name} decides in one Ray task ({seen:,.0f} documents reach it, above "
+                          f"{DEDUP_DRIVER_ROWS:,}): ~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most there")
+            worker = max(worker or 0, seen * DEDUP_DRIVER_BYTES_PER_DOC)
             serial += drv0.get(name, 0.0) * scale
         else:
             bound = max(params["verify_partition_rows"] * DEDUP_VERIFY_BYTES_PER_DOC,
-                        params["local_max_edges"] * DEDUP_EDGE_BYTES)
-            dedup_path = (f"{name} above local_rows {params['local_rows']:,}: distributed passes, each task "
-                          f"<= ~{bound / 1e6:,.0f} MB (verify_partition_rows {params['verify_partition_rows']:,} "
-                          f"x ~5 KB, local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
+                        params["local_max_edges"] * DEDUP_EDGE_BYTES, DEDUP_DISTRIBUTED_WORKER_BYTES)
+            dedup_path = (f"{name} ({seen:,.0f} documents reach it) above local_rows {params['local_rows']:,}: "
+                          f"distributed passes, each worker ~{bound / 1e9:,.1f} GB at most (measured at 1M documents; "
+                          f"partitions of verify_partition_rows {params['verify_partition_rows']:,} x ~5 KB, "
+                          f"local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
-            if d0 <= params["local_rows"]:
-                notes.append(f"driver peak: the source's, which includes its local decide() of {d0:,.0f} documents "
-                             f"(up to ~{d0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
+            if seen0 <= DEDUP_DRIVER_ROWS:
+                notes.append(f"driver peak: the source's, which includes its local decide() of {seen0:,.0f} documents "
+                             f"(up to ~{seen0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
                              "does not hold: an upper bound")
     stage_cpu = {name: (task0[name] + drv0[name]) * scale for name in task0}
     work = sum(stage_cpu.values())
@@ -230,7 +247,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         "a stage's busy seconds are wall time inside the stage: on a loaded source machine they include waiting "
         "for a core, which inflates the projection",
         "memory: split tasks hold one split at a time (flat in input); driver flat except dedup's local decide() "
-        "(docs/dedup.md bounds)",
+        f"up to {DEDUP_DRIVER_ROWS:,} documents (above: in one Ray task up to local_rows; docs/dedup.md bounds)",
         f"output ratios as in the source: {totals.get('documents', 0) / d0:.3f} documents kept per document read, "
         f"{out_bytes / b0:.3f} text bytes per input byte, {tokens / b0:.4f} tokens per input byte",
     ] + notes
@@ -242,20 +259,22 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
 
 
 _UNITS = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
-          "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15}
+          "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40, "pib": 2**50}
 
 
 def parse_size(text: str) -> int:
-    """``"250"``, ``"4.5GB"``, ``"80 TB"``, ``"1M"`` (decimal units) -> an int."""
+    """``"250"``, ``"4.5GB"``, ``"80 TB"``, ``"1M"`` (decimal units), ``"394TiB"`` (binary
+    units, as Common Crawl states its crawls' sizes) -> an int."""
     t = text.strip().lower().replace(",", "").replace("_", "")
-    num = t.rstrip("kmgtpb ")
+    num = t.rstrip("kmgtpbi ")
     unit = t[len(num):].strip()
     try:
         value = float(num)
     except ValueError:
         value = None
     if value is None or unit not in _UNITS:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500000, 64GB, 80TB)")
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 500000, 64GB, 80TB, 394TiB)")
     return int(value * _UNITS[unit])
 
 
@@ -274,7 +293,7 @@ def add_cli(sub) -> None:
                                         "finished run's report")
     p.add_argument("report", help="a finished run's report.json or output folder (a small run of the same chain)")
     size = p.add_mutually_exclusive_group(required=True)
-    size.add_argument("--input-bytes", type=parse_size, help="the full job's input (e.g. 80TB; as the report counts "
+    size.add_argument("--input-bytes", type=parse_size, help="the full job's input (e.g. 80TB, 394TiB; as the report counts "
                                                              "it: decompressed text + markup)")
     size.add_argument("--docs", type=parse_size, help="the full job's documents (e.g. 1M)")
     p.add_argument("--nodes", type=int, default=1)

@@ -6,8 +6,10 @@ decisions, once, without ever seeing text. See ``docs/dedup.md``.
 engine's :class:`datapipe.passes.PassExecutor`, which runs them two ways with identical
 decisions (same kernels, same keys):
 
-* **local** (side rows + index documents <= ``local_rows``): every pass in this process
-  on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost;
+* **local** (side rows + index documents <= ``local_rows``): every pass in one process
+  on Arrow/NumPy tables, no Ray Data execution, so no per-pass start-up cost; that
+  process is the driver up to :data:`DRIVER_ROWS` rows, above it one Ray task (so the
+  driver's memory does not grow with the corpus);
 * **distributed**: Ray Data passes over the side files, joined by durable Parquet
   artifacts (below), every partition bounded by ``partition_rows`` /
   ``verify_partition_rows`` rows, so no task's memory grows with the corpus.
@@ -85,7 +87,49 @@ class Dedup(GlobalStage):
         return P.side_batch(batch, params=_side_params(self.config))
 
     def decide(self, side: list[str], ctx: StageContext) -> str | None:
-        return _Decide(self.config, ctx).run(side)
+        if not _off_driver(self.config, side, ctx.storage):
+            uri = _Decide(self.config, ctx).run(side)
+            ctx.report["decided_in"] = "driver" if ctx.report.get("path") == "local" else "Ray Data passes"
+            return uri
+        import ray
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        # the local path's tables (~1-5 KB per document) in one Ray task on the driver's
+        # node (the files it reads are where the driver sees them), so the driver's
+        # memory stays flat; the decisions and report come back (small)
+        node = ray.get_runtime_context().get_node_id()
+        task = ray.remote(num_cpus=1, max_retries=2)(_decide_in_task).options(
+            scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=node, soft=True))
+        uri, report = ray.get(task.remote(self.config, side, ctx.work_dir, ctx.sources, ctx.storage))
+        ctx.report.update(report, decided_in="one Ray task")
+        return uri
+
+
+#: side rows (plus index documents) up to which the local ``decide()`` runs in the
+#: driver itself (~1-5 KB each, so <= ~100 MB); above it, and up to ``local_rows``, it
+#: runs in one Ray task, so the driver's memory does not grow with the corpus
+DRIVER_ROWS = 20_000
+
+
+def _off_driver(cfg: DedupConfig, side: list[str], st: fs.StorageOptions | None) -> bool:
+    """Whether ``decide()`` takes its local path in a Ray task (not the driver): the
+    side rows (from the files' footers) are above :data:`DRIVER_ROWS` and within
+    ``local_rows``, and Ray is running."""
+    import ray
+
+    if not ray.is_initialized() or not side:
+        return False
+    n = sum(pq.ParquetFile(fs.arrow_input(f, st)).metadata.num_rows for f in _side_files(side, st))
+    if cfg.index_in:
+        n += _open_index(cfg.index_in, cfg, st)["documents"]
+    return DRIVER_ROWS < n <= cfg.local_rows
+
+
+def _decide_in_task(cfg: DedupConfig, side: list[str], work_dir: str, sources: tuple[str, ...],
+                    storage: fs.StorageOptions | None) -> tuple[str | None, dict[str, Any]]:
+    ctx = StageContext(work_dir=work_dir, sources=sources, storage=storage)
+    uri = _Decide(cfg, ctx).run(side)
+    return uri, ctx.report
 
 
 def _side_params(cfg: DedupConfig) -> dict[str, Any]:

@@ -159,6 +159,21 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
            {k: v for k, v in rep_b.items() if k in ("removed_per_source", "matrix", "cluster_sizes")}
 
 
+def test_local_decide_off_the_driver_removes_the_same_documents(ray_session, tmp_path, corpus, full_run,
+                                                                 monkeypatch):
+    """Above ``DRIVER_ROWS`` side rows the local path runs in one Ray task (the driver's
+    memory stays flat): the same decisions and report as in the driver."""
+    from stages.dedup import stage as dedup_stage
+
+    ra, rep_a = full_run
+    monkeypatch.setattr(dedup_stage, "DRIVER_ROWS", 0)
+    rt, rep_t = _run(tmp_path, "t", _tables(corpus, PRIORITY))
+    assert rep_a["decided_in"] == "driver" and rep_t["decided_in"] == "one Ray task" and rep_t["path"] == "local"
+    assert rt == ra
+    same = ("removed_per_source", "matrix", "cluster_sizes", "counts", "components")
+    assert {k: rep_t[k] for k in same} == {k: rep_a[k] for k in same}
+
+
 def test_rerun_reuses_committed_decisions(tmp_path, corpus):
     tables = _tables(corpus, PRIORITY, rows_per_block=9)
     first, rep1 = _run(tmp_path, "w", tables)

@@ -3,6 +3,7 @@ the assumptions naming the source report."""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import textwrap
@@ -84,6 +85,17 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
     assert tight.usable_cores == 8 and any("memory-bound" in a for a in tight.assumptions)
     assert parallel(tight) == pytest.approx(4 * parallel(c32), rel=1e-3)
 
+    # dedup's path follows the documents that reach it (its side rows), not those read: the
+    # same report with half the documents dropped before dedup (as C4 drops ~40% in bench/scale.py)
+    halved = copy.deepcopy(report)
+    d0 = report["input"]["docs"]
+    next(st for st in halved["stages"] if st["stage"] == "dedup")["docs_in"] = d0 / 2
+    for docs, path in ((30_000, "decides in the driver (15,000 documents reach it)"),
+                       (300_000, "decides in one Ray task (150,000 documents reach it"),
+                       (500_000, "(250,000 documents reach it) above local_rows 200,000: distributed passes")):
+        e = estimate(halved, Target(docs=docs, cores_per_node=4), source="r")
+        assert path in e.dedup_path, e.dedup_path
+
     assert main(["estimate", str(run_report), "--input-bytes", str(40 * b0), "--nodes", "2",
                  "--cores-per-node", "16"]) == 0
     out = capsys.readouterr().out
@@ -93,6 +105,7 @@ def test_estimate_scales_linearly_in_input_and_inversely_in_cores(run_report, ca
 
 def test_target_and_sizes_are_checked():
     assert parse_size("80TB") == 80 * 10**12 and parse_size("1M") == 10**6 and parse_size("2,500") == 2500
+    assert parse_size("394TiB") == 394 * 2**40 and parse_size("1.5 GiB") == int(1.5 * 2**30)
     with pytest.raises(SpecError, match="--input-bytes and --docs"):
         Target(cores_per_node=4)
     with pytest.raises(SpecError, match="efficiency"):
