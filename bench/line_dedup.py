@@ -106,7 +106,9 @@ def main() -> None:
 
     cfg = LineDedupConfig(unit=args.unit, min_chars=args.min_chars, parts=args.parts)
     docs = load_docs(args.books, args.doc_lines)
-    units = sum(len(d.split("\n")) for d in docs)
+    from stages.line_dedup import split_units
+
+    units = sum(len(split_units(d, args.unit)[0]) for d in docs)
     if args.ray:
         import ray
 
@@ -129,13 +131,19 @@ def main() -> None:
         rows.append((t_base, t_ours, sum(map(len, want.values())), len(want)))
     t_base, t_ours = min(r[0] for r in rows), min(r[1] for r in rows)
     removed, edited = rows[0][2], rows[0][3]
-    print(f"line_dedup ({args.unit}, min_chars {args.min_chars}): {len(docs)} documents, {units} lines, "
+    print(f"line_dedup ({args.unit}, min_chars {args.min_chars}): {len(docs)} documents, {units} {args.unit}s, "
           f"{-(-len(docs) // args.split_docs)} splits, passes {'on Ray Data' if args.ray else 'in process'}; "
           f"best of {args.repeat}")
     print(f"{'impl':<26}{'seconds':>10}{'docs/s':>12}{f'{args.unit}s removed':>18}{'docs edited':>14}")
     print(f"{'baseline (python set)':<26}{t_base:>10.3f}{len(docs) / t_base:>12.0f}{removed:>18}{edited:>14}")
     print(f"{'ours (side+passes+edit)':<26}{t_ours:>10.3f}{len(docs) / t_ours:>12.0f}{removed:>18}{edited:>14}")
     print("agree: yes (same units removed from the same documents)")
+    if not args.ray:   # the passes ran here: Arrow's peak is theirs (the baseline holds no Arrow data)
+        import pyarrow as pa
+
+        peak = pa.default_memory_pool().max_memory()
+        print(f"ours, peak Arrow memory in this process: {peak / 2**20:.1f} MB for {units} {args.unit}s "
+              f"({peak / max(1, units):.0f} bytes per {args.unit})")
 
 
 if __name__ == "__main__":
