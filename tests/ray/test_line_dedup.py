@@ -75,7 +75,7 @@ def _documents(out: Path) -> dict[str, str]:
     return dict(zip(t.column("source_id").to_pylist(), t.column("text").to_pylist()))
 
 
-@pytest.mark.parametrize("opts", [{}, {"local_rows": 0, "parts": 3}], ids=["local", "distributed"])
+@pytest.mark.parametrize("opts", [{}, {"local_rows": 0, "parts": 2}], ids=["local", "distributed"])
 def test_later_copies_of_lines_are_removed_across_splits(ray_session, tmp_path, books, opts):
     from datapipe.runner import run_job
     from datapipe.spec import load_job
