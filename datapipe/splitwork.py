@@ -104,6 +104,7 @@ class SplitRunner:
         for stage in self.stages:
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
+        self._before: Any = None   # the previous global stage, built when its decisions edit
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
@@ -177,7 +178,7 @@ class SplitRunner:
 
     def _editor(self) -> Any:
         """The previous global stage, built once per process: it applies its own edits."""
-        if getattr(self, "_before", None) is None:
+        if self._before is None:
             self._before = self.env.phase.before.make()
         return self._before
 
