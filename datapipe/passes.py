@@ -595,13 +595,18 @@ def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3)
     """A global stage that declares its passes (:meth:`~datapipe.stage.GlobalStage.passes`):
     the executor runs them over the side files under ``ctx.work_dir``; the last pass's
     output is the decisions (None when it has no row). The report gets ``removed`` (its
-    rows) and ``passes`` (each pass's timing)."""
+    rows; ``edited`` for decisions with an ``edit`` column) and ``passes`` (each pass's
+    timing). The passes run in this process when the stage says so
+    (:meth:`~datapipe.stage.GlobalStage.passes_local`, by the side files' rows)."""
     plan = list(stage.passes(ctx))
     if not plan:
         raise ValueError(f"global stage {stage.name!r} declares no passes; return at least the decisions pass")
     timings: list[dict[str, Any]] = []
+    local = stage.passes_local(sum(count_rows(f, ctx.storage) for f in side))
     arts = PassExecutor(ctx.work_dir, ctx.storage, inputs={SIDE: side}, timings=timings,
-                        max_retries=max_retries).run(plan)
+                        max_retries=max_retries, local=local).run(plan)
     last = arts[plan[-1].name]
-    ctx.report.update({"removed": last.rows, "passes": timings})
+    schema = plan[-1].output.schema
+    edits = schema is not None and "edit" in schema.names   # rows edited (the drops among them: in the stats)
+    ctx.report.update({"edited" if edits else "removed": last.rows, "passes": timings})
     return last.uri if last.rows else None

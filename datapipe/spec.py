@@ -619,8 +619,9 @@ def check_chain(job: JobSpec, registry: Registry) -> None:
 
 def rewrites_text(cls: type[Stage]) -> bool:
     """Whether a stage kind rewrites ``text`` (formatters such as ``pii`` and
-    ``normalize``; rewrite+filter stages such as ``extract`` and ``c4``)."""
-    return issubclass(cls, (FormatterStage, RewriteFilterStage))
+    ``normalize``; rewrite+filter stages such as ``extract`` and ``c4``; global stages
+    whose decisions edit documents, such as ``line_dedup``)."""
+    return issubclass(cls, (FormatterStage, RewriteFilterStage)) or bool(getattr(cls, "edits_text", False))
 
 
 def _check_sink_is_last_rewrite(job: JobSpec) -> None:

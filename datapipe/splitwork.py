@@ -51,6 +51,7 @@ from datapipe.stage import mark_rejects
 ROW_GROUP_ROWS = 4096
 REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
 SPLIT, ROW = "_split", "_row"
+EDIT = "edit"   # a global stage's decisions: the units an edit removes (null: drop the row)
 
 
 @dataclass(frozen=True)
@@ -105,6 +106,7 @@ class SplitRunner:
             stage.prepared = dict(env.prepared.get(stage.name, {}))
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
+        self._before: Any = None   # the previous global stage, built when its decisions edit
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
@@ -160,17 +162,27 @@ class SplitRunner:
             yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats, drops, ids, env.id_parts)
             return
         name = env.phase.before.name
-        drops = _decisions_for(env.decisions, ref.key, env.storage)
+        drops, edits = _decisions_for(env.decisions, ref.key, env.storage, with_edits=True)
         schema = env.phase.input_schema
         offset = 0
         for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.batch_rows, env.storage):
             batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
+            if edits[0].size:
+                batch, st = _apply_edits(batch, edits, offset, name, self._editor())
+            else:
+                st = ST.tally_marks(batch, name, count_raw=False)
             offset += batch.num_rows
-            ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
+            ST.add(stats, name, st)
             yield batch
-        if drops[0].size and offset <= int(drops[0].max()):
-            raise JobError(f"stage {name!r} decided on row {int(drops[0].max())} of split {ref.key}, "
-                           f"which has {offset} rows")
+        last = max(int(drops[0].max()) if drops[0].size else -1, int(edits[0].max()) if edits[0].size else -1)
+        if offset <= last:
+            raise JobError(f"stage {name!r} decided on row {last} of split {ref.key}, which has {offset} rows")
+
+    def _editor(self) -> Any:
+        """The previous global stage, built once per process: it applies its own edits."""
+        if self._before is None:
+            self._before = self.env.phase.before.make()
+        return self._before
 
 
 def _read(reader: Any, schema: pa.Schema, ref: SplitRef, stats: ST.SplitStats, drops, ids: list[pa.Table] | None,
@@ -216,16 +228,31 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     return mark_rejects(table, dup, stage="read", reasons=["read:duplicate_id"] * len(dup), details=first)
 
 
-def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None
-                   ) -> tuple[np.ndarray, list[str], list[str | None]]:
-    """This split's decided rows (sorted), reasons and details."""
+def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None, *, with_edits: bool = False
+                   ) -> Any:
+    """This split's decided rows (sorted), reasons and details. ``with_edits``: also the
+    rows a global stage edits (decisions with a non-null ``edit`` list,
+    :meth:`~datapipe.stage.GlobalStage.apply_edits`), as ``(drops, (rows, edits))``;
+    the drops are then only the rows whose ``edit`` is null."""
+    no_edits = (np.zeros(0, np.int64), [])
     if uri is None:
-        return np.zeros(0, np.int64), [], []
+        drops = (np.zeros(0, np.int64), [], [])
+        return (drops, no_edits) if with_edits else drops
     fsys, path = fs.resolve(uri, storage)
-    table = pq.read_table(path, filesystem=fsys, columns=[ROW, "reason", "detail"], filters=[(SPLIT, "=", key)])
+    cols = [ROW, "reason", "detail"]
+    editing = with_edits and EDIT in pq.ParquetDataset(path, filesystem=fsys).schema.names
+    table = pq.read_table(path, filesystem=fsys, columns=cols + [EDIT] if editing else cols,
+                          filters=[(SPLIT, "=", key)])
     table = table.sort_by(ROW)
-    return (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
-            table.column("reason").to_pylist(), table.column("detail").to_pylist())
+    edits = no_edits
+    if editing:
+        is_edit = pc.is_valid(table.column(EDIT))
+        ed = table.filter(is_edit)
+        edits = (ed.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64), ed.column(EDIT).to_pylist())
+        table = table.filter(pc.invert(is_edit))
+    drops = (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
+             table.column("reason").to_pylist(), table.column("detail").to_pylist())
+    return (drops, edits) if with_edits else drops
 
 
 def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:
@@ -233,6 +260,45 @@ def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Tabl
     lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
     return mark_rejects(batch, rows[lo:hi] - offset, stage=stage, reasons=[f"{stage}:{r}" for r in reasons[lo:hi]],
                         details=details[lo:hi], first_row=offset)
+
+
+def _apply_edits(batch: pa.Table, edits, offset: int, stage: str, editor: Any) -> tuple[pa.Table, dict[str, Any]]:
+    """``batch`` with the edit decisions on its rows applied by the stage
+    (``editor.apply_edits``): kept rows get their new text, rows with too little left are
+    marked ``<stage>:empty`` (keeping the text they came with). Stats: bytes in are the
+    texts before, bytes out after; ``docs_changed`` and the stage's change counts are
+    those of the edited rows kept, per source."""
+    rows, lists = edits
+    lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
+    if lo == hi:
+        return batch, ST.tally_marks(batch, stage, count_raw=False)
+    idx = rows[lo:hi] - offset
+    taken = batch.take(pa.array(idx))
+    dead = [int(i) + offset for i, r in zip(idx, taken.column(S.REJECT_REASON).to_pylist()) if r is not None]
+    if dead:
+        raise JobError(f"stage {stage!r} decided to edit row {dead[0]}, which is already rejected")
+    new, changes = editor.apply_edits(taken.column(S.TEXT).to_pylist(), lists[lo:hi])
+    if len(new) != len(idx):
+        raise JobError(f"stage {stage!r}: apply_edits() returned {len(new)} texts for {len(idx)}")
+    empty = np.array([t is None for t in new], bool)
+    batch = mark_rejects(batch, idx[empty], stage=stage, reasons=[f"{stage}:empty"] * int(empty.sum()),
+                         details=[None] * int(empty.sum()), first_row=offset)
+    st = ST.tally_marks(batch, stage, count_raw=False)   # bytes in: the texts as they came
+    mask = np.zeros(batch.num_rows, bool)
+    mask[idx[~empty]] = True
+    text = batch.column(S.TEXT).combine_chunks()
+    repl = pa.array([t for t in new if t is not None], text.type)
+    batch = batch.set_column(batch.schema.get_field_index(S.TEXT), S.TEXT,
+                             pc.replace_with_mask(text, pa.array(mask), repl))
+    for src, after in ST.tally_marks(batch, stage, count_raw=False).items():
+        st[src].bytes_out = after.bytes_out
+    sources = taken.column(S.SOURCE).to_pylist()
+    for j in np.flatnonzero(~empty).tolist():
+        s = st[sources[j]]
+        s.docs_changed += 1
+        for k, counts in changes.items():
+            s.changes[k] = s.changes.get(k, 0) + int(counts[j])
+    return batch, st
 
 
 # -- sinks ---------------------------------------------------------------------------

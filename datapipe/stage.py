@@ -519,6 +519,10 @@ class GlobalStage(Stage):
     """
 
     kind = "global"
+    #: the stage's decisions may *edit* documents (an ``edit`` column, see
+    #: :meth:`apply_edits`), so it rewrites text: ``validate`` refuses it after the stage
+    #: that writes token shards, as it does a formatter
+    edits_text: ClassVar[bool] = False
 
     def side(self, batch: pa.Table) -> pa.Table:
         """In each split's task, on the rows this stage sees (alive and applicable; the
@@ -550,8 +554,29 @@ class GlobalStage(Stage):
         ``detail`` (string, nullable), sorted by (``_split``, ``_row``); or None when
         nothing is dropped. Fills ``ctx.report``. Deterministic in (side contents,
         config); may reuse its own committed artifacts under ``ctx.work_dir`` when their
-        input hash matches (resume)."""
+        input hash matches (resume).
+
+        A stage with ``edits_text`` may add a column ``edit`` (``list<int64>``): a row
+        whose ``edit`` is null is dropped as above; a row whose ``edit`` is a list is kept
+        and rewritten by :meth:`apply_edits` in its split's task (its ``reason`` and
+        ``detail`` are then unused). One decision row per (``_split``, ``_row``)."""
         raise NotImplementedError
+
+    def passes_local(self, side_rows: int) -> bool:
+        """Whether the executor runs this stage's declared passes in the driver's process
+        on Arrow tables (no Ray Data start-up: small inputs) for ``side_rows`` side rows;
+        the same functions, keys and files either way. Default: never."""
+        return False
+
+    def apply_edits(self, texts: Sequence[str], edits: Sequence[Sequence[int]]
+                    ) -> tuple[list[str | None], dict[str, list[int]]]:
+        """In a split's task, on the rows whose decision carries an ``edit`` list (in row
+        order): each row's new text, or None when too little is left to keep it (the row
+        becomes a reject ``<name>:empty``, its text as it came in); and per-row counts of
+        what changed by name (``{"lines_removed": [...], "chars_removed": [...]}``),
+        which the engine adds to this stage's stats (``changes``) per source. Pure and
+        deterministic: a re-run applies the same decisions to the same rows."""
+        raise NotImplementedError(f"global stage {self.name!r} decided edits but does not define apply_edits()")
 
 
 @dataclass(kw_only=True)

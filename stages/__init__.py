@@ -19,6 +19,7 @@ from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality
 from stages.gopher_repetition import GopherRepetition
 from stages.langid import LangId
+from stages.line_dedup import LineDedup
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
@@ -41,6 +42,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "dedup": Dedup,
+    "line_dedup": LineDedup,
     "pii": PiiStage,
     "tokenize": Tokenize,
     "url_filter": UrlFilter,
