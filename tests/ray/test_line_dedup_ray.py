@@ -10,7 +10,6 @@ import json
 import textwrap
 from pathlib import Path
 
-import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
