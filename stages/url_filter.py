@@ -318,6 +318,7 @@ class Matcher:
         return out
 
 
+_IDNA_CACHE = 1 << 17   # distinct non-ASCII hosts a stage remembers (then it starts over)
 _SET_KINDS = ("host", "domain", "subdomain", "label")
 
 
@@ -386,21 +387,37 @@ _P_INV = pow(_P, -1, 2**64)
 _LEN_MIX = 0x9E3779B97F4A7C15
 
 
+class _Powers:
+    """``P**j`` and ``P**-j`` modulo 2**64 for j up to a length, grown on demand and
+    reused across batches (a stage holds one; recomputing them per batch was a tenth of
+    the stage's time)."""
+
+    def __init__(self) -> None:
+        self.pw = np.ones(1, dtype=np.uint64)
+        self.inv = np.ones(1, dtype=np.uint64)
+
+    def upto(self, total: int) -> tuple[np.ndarray, np.ndarray]:
+        if len(self.pw) <= total:
+            size = max(total + 1, 2 * len(self.pw), 1 << 16)
+            with np.errstate(over="ignore"):
+                pw = np.full(size, _P, dtype=np.uint64)
+                pw[0] = 1
+                inv = np.full(size, _P_INV, dtype=np.uint64)
+                inv[0] = 1
+                self.pw, self.inv = np.cumprod(pw, dtype=np.uint64), np.cumprod(inv, dtype=np.uint64)
+        return self.pw[: total + 1], self.inv[: total + 1]
+
+
 class _Bytes:
     """Strings as spans of one byte buffer, with every span's 64-bit polynomial hash
     available in O(1) from prefix sums: ``sum (b[j] + 1) * P**(j - start)`` modulo 2**64,
     mixed with the length. The same function as :func:`string_hashes`."""
 
-    def __init__(self, data: np.ndarray) -> None:
+    def __init__(self, data: np.ndarray, powers: _Powers | None = None) -> None:
         self.data = data
         total = len(data)
+        pw, self.inv = (powers or _Powers()).upto(total)
         with np.errstate(over="ignore"):
-            pw = np.full(total + 1, _P, dtype=np.uint64)
-            pw[0] = 1
-            pw = np.cumprod(pw, dtype=np.uint64)
-            inv = np.full(total + 1, _P_INV, dtype=np.uint64)
-            inv[0] = 1
-            self.inv = np.cumprod(inv, dtype=np.uint64)
             self.acc = np.zeros(total + 1, dtype=np.uint64)
             np.cumsum((data.astype(np.uint64) + np.uint64(1)) * pw[:-1], out=self.acc[1:])
 
@@ -510,12 +527,12 @@ class _Spans:
         return self.buf.text(int(self.start[j]), int(self.end[j]))
 
 
-_HOST_END = np.zeros(256, dtype=bool)
-_HOST_END[list(b"/?#:")] = True
-_PATH_START = np.zeros(256, dtype=bool)
-_PATH_START[list(b"/?#")] = True
-_HOST_END.setflags(write=False)
-_PATH_START.setflags(write=False)
+# byte classes of the URL delimiters: 1 ends a host (/?#:), 2 starts the path (/?#), 4 is "@"
+_DELIM = np.zeros(256, dtype=np.uint8)
+_DELIM[list(b"/?#")] = 3
+_DELIM[ord(":")] = 1
+_DELIM[ord("@")] = 4
+_DELIM.setflags(write=False)
 
 
 class UrlView:
@@ -524,7 +541,10 @@ class UrlView:
     every host (``candidates``, longest first per row), and first labels. URLs with
     userinfo, IPv6 literals or non-ASCII hosts go through :func:`split_url` instead."""
 
-    def __init__(self, urls: pa.Array) -> None:
+    def __init__(self, urls: pa.Array, *, powers: "_Powers | None" = None,
+                 idna: dict[str, str] | None = None) -> None:
+        """``powers`` and ``idna`` (raw non-ASCII host -> normalised host) are the
+        caller's, kept across batches: IDN hosts repeat, and IDNA costs ~30 us a host."""
         if isinstance(urls, pa.ChunkedArray):
             urls = urls.combine_chunks()
         self.urls = _plain(urls.cast(pa.string()))
@@ -534,9 +554,11 @@ class UrlView:
         # host start: after "://" when it comes within the first 16 bytes, else the URL start
         sep = pc.find_substring(self.urls, "://").to_numpy(zero_copy_only=False).astype(np.int64)
         hs = starts + np.where((sep >= 0) & (sep <= 16), sep + 3, 0)
-        he = _first_at_or_after(np.flatnonzero(_HOST_END[data]), hs, ends)
-        pe = _first_at_or_after(np.flatnonzero(_PATH_START[data]), hs, ends)
-        at = _first_at_or_after(np.flatnonzero(data == 64), hs, ends)
+        marks = np.flatnonzero(_DELIM[data])            # one pass over the bytes
+        kinds = _DELIM[data[marks]]
+        he = _first_at_or_after(marks[(kinds & 1) > 0], hs, ends)
+        pe = _first_at_or_after(marks[(kinds & 2) > 0], hs, ends)
+        at = _first_at_or_after(marks[kinds == 4], hs, ends)
         odd = at < pe                                    # userinfo@: the regex path
         if len(data):
             odd |= (he > hs) & (data[np.minimum(hs, len(data) - 1)] == 91)   # [IPv6]
@@ -562,20 +584,26 @@ class UrlView:
         if len(high):                                    # non-ASCII hosts: IDNA
             slow[np.searchsorted(h_off[:-1], high, side="right") - 1] = True
         if slow.any():
-            vals = hosts.to_pylist()
+            idx = np.flatnonzero(slow)
+            vals = hosts.take(pa.array(idx)).to_pylist()
             url_list = self.urls
+            seen = {} if idna is None else idna          # raw host -> normalised, across batches
+            if len(seen) > _IDNA_CACHE:
+                seen.clear()
             labels: dict[str, str] = {}
-            seen: dict[str, str] = {}
-            for r in map(int, np.flatnonzero(slow)):
+            for j, r in enumerate(idx.tolist()):
                 if odd[r]:
-                    vals[r] = split_url(url_list[r].as_py(), labels)[0]
-                else:                                    # non-ASCII host: IDNA, once per host
-                    h = vals[r]
-                    vals[r] = seen[h] if h in seen else seen.setdefault(h, normalize_host(h, labels))
-            hosts = pa.array(vals, pa.string())
+                    vals[j] = split_url(url_list[r].as_py(), labels)[0]
+                else:                                    # non-ASCII host: IDNA, once per distinct host
+                    h = vals[j]
+                    got = seen.get(h)
+                    if got is None:
+                        got = seen[h] = normalize_host(h, labels)
+                    vals[j] = got
+            hosts = pc.replace_with_mask(hosts, pa.array(slow), pa.array(vals, pa.string()))
         self.hosts = hosts
         h_off, h_data = _buffers(hosts)
-        buf = _Bytes(h_data)
+        buf = _Bytes(h_data, powers)
         h_start, h_end = h_off[:-1], h_off[1:]
         rows = np.arange(n)
         self.host_spans = _Spans(buf, h_start, h_end, rows)
@@ -705,6 +733,7 @@ class UrlFilter(FilterStage):
 
     def setup(self) -> None:
         cfg = self.config
+        self._powers, self._idna = _Powers(), {}    # kept across batches (see UrlView)
         block, block_bulk = _load(cfg.block_files, cfg.block, allow=False, what="block")
         allow, allow_bulk = _load(cfg.allow_files, cfg.allow, allow=True, what="allow")
         # "@@" exceptions inside block lists are allow rules
@@ -718,8 +747,11 @@ class UrlFilter(FilterStage):
         log.info("url_filter: %d block, %d allow rules (%.1f MB); tags %s", len(self.block), len(self.allow_m),
                  (self.block.nbytes + self.allow_m.nbytes) / 1e6, {n: len(m) for n, m in self.tag_matchers})
 
+    def _view_of(self, batch: pa.Table) -> "UrlView":
+        return UrlView(batch.column(S.URL), powers=self._powers, idna=self._idna)
+
     def annotate(self, batch: pa.Table):
-        view = UrlView(batch.column(S.URL))
+        view = self._view_of(batch)
         self._view = view
         tags = np.full(view.n, None, dtype=object)
         for name, m in self.tag_matchers:
@@ -729,7 +761,7 @@ class UrlFilter(FilterStage):
     def keep(self, batch: pa.Table):
         view = getattr(self, "_view", None)
         if view is None or view.n != batch.num_rows:
-            view = UrlView(batch.column(S.URL))
+            view = self._view_of(batch)
         self._view = None
         n = view.n
         no = np.zeros(n, dtype=bool)
