@@ -748,7 +748,10 @@ class UrlFilter(FilterStage):
                  (self.block.nbytes + self.allow_m.nbytes) / 1e6, {n: len(m) for n, m in self.tag_matchers})
 
     def _view_of(self, batch: pa.Table) -> "UrlView":
-        return UrlView(batch.column(S.URL), powers=self._powers, idna=self._idna)
+        return self._view_of_urls(batch.column(S.URL))
+
+    def _view_of_urls(self, urls: pa.Array) -> "UrlView":
+        return UrlView(urls, powers=self._powers, idna=self._idna)
 
     def annotate(self, batch: pa.Table):
         view = self._view_of(batch)
