@@ -350,28 +350,36 @@ class Matches:
             m[list(self.other)] = True
         return m
 
-    def describe(self, rows: np.ndarray) -> list[str]:
-        """``<kind>:<entry> (<file>:<line>)`` of each row's rule, vectorised per kind
-        (a block list drops many rows per batch)."""
-        out: list[str] = [""] * len(rows)
+    def describe(self, rows: np.ndarray, prefix: str = "") -> list[str]:
+        """``<prefix><kind>:<entry> (<file>:<line>)`` of each row's rule, built with Arrow
+        per kind (a block list drops many rows per batch)."""
+        out = np.full(len(rows), "", dtype=object)
         kinds = self.kind[rows]
         for k in np.unique(kinds):
             sel = np.flatnonzero(kinds == k)
             if k < 0:
-                for j in sel:
-                    out[j] = self.other[int(rows[j])].describe()
+                for j in sel.tolist():
+                    out[j] = prefix + self.other[int(rows[j])].describe()
                 continue
             kind = _SET_KINDS[int(k)]
             values = self.matcher._sets[kind]
             pos = self.pos[rows[sel]]
-            vals = values.values.take(pa.array(pos)).to_pylist()
+            vals = values.values.take(pa.array(pos)).cast(pa.string())
             pay = values.payload[pos] if values.payload is not None else np.full(len(pos), -1, np.int64)
             bulk = self.matcher._bulk
-            rules = self.matcher.rules[kind]
-            for j, v, p in zip(sel.tolist(), vals, pay.tolist()):
-                origin = rules[v].origin if p < 0 else f"{bulk[p >> 32].name}:{p & 0xFFFFFFFF}"
-                out[j] = f"{kind}:{v} ({origin})"
-        return out
+            names = np.array([b.name for b in bulk] or [""], dtype=object)[np.maximum(pay, 0) >> 32]
+            origin = pc.binary_join_element_wise(pa.array(names, pa.string()), ":",
+                                                 pa.array(pay & 0xFFFFFFFF).cast(pa.string()), "")
+            ruled = np.flatnonzero(pay < 0)
+            if len(ruled):                      # entries written as rules (few): origin from the rule
+                rules = self.matcher.rules[kind]
+                own = [rules[v].origin for v in vals.take(pa.array(ruled)).to_pylist()]
+                mask = np.zeros(len(pay), dtype=bool)
+                mask[ruled] = True
+                origin = pc.replace_with_mask(origin, pa.array(mask), pa.array(own, pa.string()))
+            out[sel] = pc.binary_join_element_wise(f"{prefix}{kind}:", vals, " (", origin, ")", "").to_numpy(
+                zero_copy_only=False)
+        return out.tolist()
 
     def rule(self, row: int) -> Rule:
         if self.kind[row] < 0:
@@ -756,6 +764,8 @@ class UrlFilter(FilterStage):
     def annotate(self, batch: pa.Table):
         view = self._view_of(batch)
         self._view = view
+        if not self.tag_matchers:
+            return {URL_TAG: pa.nulls(view.n, pa.string())}
         tags = np.full(view.n, None, dtype=object)
         for name, m in self.tag_matchers:
             tags[m.match(view).mask & (tags == None)] = name  # noqa: E711 - elementwise
@@ -773,11 +783,11 @@ class UrlFilter(FilterStage):
         b = blocked.mask if blocked is not None else no
         a = allowed.mask if allowed is not None else no
         drop = b & ~a
-        reasons: list[str | None] = [None] * n
+        reasons = np.full(n, None, dtype=object)
         rows = np.flatnonzero(drop)
         if len(rows):
-            for i, d in zip(rows.tolist(), blocked.describe(rows)):
-                reasons[i] = "blocked|" + d
+            reasons[rows] = np.array(blocked.describe(rows, prefix="blocked|") + [None], dtype=object)[:-1]
+        reasons = reasons.tolist()
         no_host = (pc.binary_length(view.hosts).to_numpy(zero_copy_only=False) == 0)
         if self.config.allow_only:
             for i in map(int, np.flatnonzero(~a & ~drop)):
