@@ -37,10 +37,11 @@ entries) and ``tag_files`` (name -> list files) write the first matching tag's n
 config order, to the ``url_tag`` column and drop nothing (mix by domain later). A
 document without a URL matches nothing.
 
-Speed: hosts are parsed with one Arrow regular expression; every label suffix of every
-host (``a.b.c`` -> ``a.b.c``, ``b.c``, ``c``) is gathered with numpy into one Arrow string
-array and looked up in hash sets (``pyarrow.compute.is_in``), so the cost per URL does not
-depend on the list size. Prefix, keyword and regex entries are checked only on candidate
+Speed: hosts are cut out of the batch's URL buffer with numpy (IDNA only for non-ASCII
+hosts, cached per distinct host for the stage's lifetime); every label suffix of every
+host (``a.b.c`` -> ``a.b.c``, ``b.c``, ``c``) is hashed from prefix sums over the host
+bytes and looked up in sorted hash arrays through a radix index, so the cost per URL does
+not depend on the list size. Prefix, keyword and regex entries are checked only on candidate
 rows. ``bench/url_filter.py`` measures it.
 """
 
