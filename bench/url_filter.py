@@ -54,7 +54,7 @@ def _datatrove_list() -> tuple[str, str] | None:
 
 
 def _list(ascii_tlds: bool, built_list: bool) -> tuple[str, str]:
-    shared = _shared()
+    """(name, text) of the block list: datatrove's UT1 list, or one built from the crawl."""
     got = None if built_list else _datatrove_list()
     if got is not None:
         return got
