@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar, Literal, Mapping, Sequence
 
@@ -319,22 +320,30 @@ class BatchStage(Stage):
                 cols[col] = pa.nulls(n, typ)
 
     def _mark_drops(self, cols: dict[str, Any], batch: pa.Table, alive_idx: np.ndarray, keep: np.ndarray,
-                    reasons: list | None) -> list[str | None] | None:
+                    reasons: list | None) -> np.ndarray | None:
         """Mark the rows this stage drops (``<stage>:<rule>``, detail after ``|``) in
-        ``cols``; the full reason per live row, for the stats (None: no drop)."""
+        ``cols``; the full reason per live row (object array, None: kept), for the stats
+        (None: no drop)."""
         drop_live = np.flatnonzero(~keep)
         if not len(drop_live):
             return None
         if reasons is None:
             raise AssertionError(f"stage {self.name}: dropped documents without reasons")
-        reason_full: list[str | None] = [None] * len(alive_idx)
-        details = []
-        for j in drop_live:
-            rule, _, detail = str(reasons[j] or "unspecified").partition("|")
-            reason_full[j] = f"{self.name}:{rule}"
-            details.append(detail or None)
-        marked = mark_rejects(batch, alive_idx[drop_live], stage=self.name,
-                              reasons=[reason_full[j] for j in drop_live], details=details)
+        picked = [reasons[j] for j in drop_live.tolist()]
+        try:
+            arr = pa.array(picked, pa.string())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
+            arr = pa.array([str(r) if r else None for r in picked], pa.string())
+        # "<rule>|<detail>" split with Arrow (a filter may drop most of a batch); an empty
+        # or missing reason is "unspecified", an empty detail none
+        arr = pc.fill_null(pc.if_else(pc.equal(arr, ""), pa.scalar(None, pa.string()), arr), "unspecified")
+        parts = pc.extract_regex(arr, r"(?s)^(?P<rule>[^|]*)(?:\|(?P<detail>.*))?$")
+        detail = parts.field("detail")
+        detail = pc.if_else(pc.equal(detail, ""), pa.scalar(None, pa.string()), detail)
+        full = pc.binary_join_element_wise(f"{self.name}:", parts.field("rule"), "")
+        reason_full = np.full(len(alive_idx), None, dtype=object)
+        reason_full[drop_live] = full.to_numpy(zero_copy_only=False)
+        marked = mark_rejects(batch, alive_idx[drop_live], stage=self.name, reasons=full, details=detail)
         for col in (S.REJECT_STAGE, S.REJECT_REASON, S.REJECT_DETAIL):
             cols[col] = marked.column(col)
         return reason_full
@@ -346,20 +355,39 @@ def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: st
     ``reasons[j]`` is the full reason (``<stage>:<rule>``), ``details[j]`` the detail.
     The one way anything marks a reject (batch stages, a global stage's decisions,
     duplicate ids). A row already rejected cannot be rejected again: that is a bug in
-    whoever decided (``first_row``: the batch's first row in its split, for the message)."""
+    whoever decided (``first_row``: the batch's first row in its split, for the message).
+    ``reasons``/``details`` may be Arrow string arrays. Vectorised (Arrow ``replace_with_mask``): a filter may drop most of a batch."""
     if not len(rows):
         return batch
-    stage_col = batch.column(S.REJECT_STAGE).to_pylist()
-    reason_col = batch.column(S.REJECT_REASON).to_pylist()
-    detail_col = batch.column(S.REJECT_DETAIL).to_pylist()
-    for i, reason, detail in zip(rows, reasons, details):
-        i = int(i)
-        if reason_col[i] is not None:
-            raise JobError(f"stage {stage!r} decided to drop row {i + first_row}, which {reason_col[i]} already dropped")
-        stage_col[i], reason_col[i], detail_col[i] = stage, reason, detail
-    for col, values in ((S.REJECT_STAGE, stage_col), (S.REJECT_REASON, reason_col), (S.REJECT_DETAIL, detail_col)):
-        batch = batch.set_column(batch.schema.get_field_index(col), col, pa.array(values, pa.string()))
+    rows = np.asarray(rows, dtype=np.int64)
+    reason_col = batch.column(S.REJECT_REASON)
+    taken = pc.is_valid(reason_col).to_numpy(zero_copy_only=False)
+    order = np.argsort(rows, kind="stable")
+    srt = rows[order]
+    again = np.r_[False, srt[1:] == srt[:-1]]        # a row named twice: dropped by the first
+    bad = taken[srt] | again
+    if bad.any():
+        i = int(srt[np.argmax(bad)])
+        prior = reason_col[i] if taken[i] else reasons[int(order[np.argmax(bad) - 1])]
+        prior = prior.as_py() if isinstance(prior, pa.Scalar) else prior
+        raise JobError(f"stage {stage!r} decided to drop row {i + first_row}, which {prior} already dropped")
+    mask = np.zeros(batch.num_rows, dtype=bool)
+    mask[rows] = True
+    mask = pa.array(mask)
+    pick = pa.array(order)
+    for col, values in ((S.REJECT_STAGE, pa.nulls(len(rows), pa.string()).fill_null(stage)),
+                        (S.REJECT_REASON, _strings(reasons).take(pick)),
+                        (S.REJECT_DETAIL, _strings(details).take(pick))):
+        old = batch.column(col)
+        old = (old.combine_chunks() if isinstance(old, pa.ChunkedArray) else old).cast(pa.string())
+        batch = batch.set_column(batch.schema.get_field_index(col), col, pc.replace_with_mask(old, mask, values))
     return batch
+
+
+def _strings(values: Sequence[str | None] | pa.Array) -> pa.Array:
+    if isinstance(values, pa.ChunkedArray):
+        values = values.combine_chunks()
+    return values.cast(pa.string()) if isinstance(values, pa.Array) else pa.array(values, pa.string())
 
 
 def _merged_text(batch: pa.Table, live: pa.Table, alive: np.ndarray, alive_idx: np.ndarray, keep: np.ndarray,
@@ -373,13 +401,12 @@ def _merged_text(batch: pa.Table, live: pa.Table, alive: np.ndarray, alive_idx: 
     return pc.if_else(pa.array(alive), _scatter(alive_idx, n, merged), batch.column(S.TEXT).combine_chunks())
 
 
-def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: list[str | None] | None, out_text: Any,
+def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: np.ndarray | None, out_text: Any,
                   new_text: pa.Array | None, changes: Mapping[str, np.ndarray]) -> dict[str, BatchStats]:
     """Per-source stats of one batch over its live rows (seconds filled by the caller).
     Bytes in are the text's, or the raw markup's while no text is extracted yet."""
     m = live.num_rows
     stats: dict[str, BatchStats] = {}
-    sources = live.column(S.SOURCE).to_pylist() if m else []
     in_bytes = _lengths(live, S.TEXT)
     if S.RAW in live.column_names and m:
         no_text = (pc.is_null(live.column(S.TEXT)).to_numpy(zero_copy_only=False) if S.TEXT in live.column_names
@@ -393,19 +420,40 @@ def _source_stats(live: pa.Table, keep: np.ndarray, reason_full: list[str | None
         changed = changed.to_numpy(zero_copy_only=False)
     groups = (live.column(DROPS_BY).to_pylist()
               if reason_full is not None and DROPS_BY in live.column_names and m and not keep.all() else None)
-    for src in sorted(set(sources)):
-        sel = np.fromiter((s == src for s in sources), dtype=bool, count=m)
+    for src, sel in _by_source(live, m):
         st = BatchStats(docs_in=int(sel.sum()), docs_out=int((sel & keep).sum()), bytes_in=int(in_bytes[sel].sum()),
                         bytes_out=int(out_bytes[sel & keep].sum()))
         if reason_full is not None:
-            for j in np.flatnonzero(sel & ~keep):
-                st.count_drop(reason_full[j], None if groups is None else str(groups[j] or "(none)"))
+            idx = np.flatnonzero(sel & ~keep)
+            if groups is None:
+                for reason, count in Counter(reason_full[idx].tolist()).items():
+                    st.dropped[reason] = st.dropped.get(reason, 0) + count
+            else:
+                for (group, reason), count in Counter((str(groups[j] or "(none)"), reason_full[j])
+                                                      for j in idx.tolist()).items():
+                    st.dropped[reason] = st.dropped.get(reason, 0) + count
+                    by = st.dropped_by.setdefault(group, {})
+                    by[reason] = by.get(reason, 0) + count
         for name, counts in changes.items():
             st.changes[name] = int(np.asarray(counts)[sel].sum())
         if changed is not None:
             st.docs_changed = int((changed & sel & keep).sum())
         stats[src] = st
     return stats
+
+
+def _by_source(live: pa.Table, m: int) -> list[tuple[str, np.ndarray]]:
+    """``(source, row mask)`` per source of the batch, sources in sorted order."""
+    if not m:
+        return []
+    col = live.column(S.SOURCE)
+    enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col).dictionary_encode()
+    if enc.null_count:   # not produced by any reader; compare in Python as before
+        sources = col.to_pylist()
+        return [(src, np.fromiter((s == src for s in sources), dtype=bool, count=m)) for src in sorted(set(sources))]
+    codes = enc.indices.to_numpy(zero_copy_only=False)
+    names = enc.dictionary.to_pylist()
+    return [(names[k], codes == k) for k in sorted(range(len(names)), key=names.__getitem__)]
 
 
 def _lengths(table: pa.Table, column: str) -> np.ndarray:

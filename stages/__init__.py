@@ -19,6 +19,7 @@ from stages.fineweb import FineWeb
 from stages.gopher_quality import GopherQuality
 from stages.gopher_repetition import GopherRepetition
 from stages.langid import LangId
+from stages.latest_version import LatestVersion
 from stages.line_dedup import LineDedup
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
@@ -47,5 +48,6 @@ REGISTRY: dict[str, type[Stage]] = {
     "tokenize": Tokenize,
     "url_filter": UrlFilter,
     "decontaminate": Decontaminate,
+    "latest_version": LatestVersion,
 }
 

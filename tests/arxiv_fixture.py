@@ -64,7 +64,10 @@ def _member_name(arxiv_id: str, version: int) -> str:
     return f"{arxiv_id[:4]}/{arxiv_id}v{version}.gz"
 
 
-def build(shared_dir: Path, out_dir: Path) -> dict:
+def build(shared_dir: Path, out_dir: Path, *, split_versions: bool = False) -> dict:
+    """``split_versions``: the second version of the multi-file paper goes to a second
+    bulk tar (``arXiv_src_fixture_002.tar``), as when a paper is revised in a later
+    month: the reader alone cannot see both versions then (``latest_version`` can)."""
     papers = [json.loads(line) for line in
               (shared_dir / "corpora" / "arxiv" / "redpajama-arxiv-latex.jsonl").read_text(encoding="utf-8").splitlines()]
     members: dict[str, bytes] = {}
@@ -90,10 +93,14 @@ def build(shared_dir: Path, out_dir: Path) -> dict:
     members["1801/1801.99997v1.gz"] = _gz(b"\\section{No class}\nA fragment with no documentclass.\n")
     out_dir.mkdir(parents=True, exist_ok=True)
     tar = out_dir / "arXiv_src_fixture_001.tar"
+    later = out_dir / "arXiv_src_fixture_002.tar"
+    if split_versions:
+        v2 = _member_name(multi, 2)
+        later.write_bytes(_tar({v2: members.pop(v2)}))
     tar.write_bytes(_tar(members))
     meta = out_dir / "arxiv-metadata.jsonl"
     meta.write_text("".join(json.dumps({"id": p["meta"]["arxiv_id"], "categories": c}) + "\n"
                             for p, c in zip(papers, ["cs.LG stat.ML", "gr-qc", "cs.RO"] + ["hep-ex"] * 8)),
                     encoding="utf-8")
-    return {"tar": tar, "metadata": meta, "bodies": bodies, "multi": multi,
+    return {"tar": tar, "tars": [tar, later] if split_versions else [tar], "metadata": meta, "bodies": bodies, "multi": multi,
             "broken": {"1801.99999v1": "bad_archive", "1801.99998v1": "no_tex", "1801.99997v1": "no_main_file"}}

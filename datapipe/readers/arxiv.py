@@ -32,9 +32,10 @@ format) when given. The id key is ``<id>v<version>``, so two versions are two id
 
 ``versions: latest`` (default) keeps the newest version of each id *within one input
 file* (a bulk tar, or one folder's files in one split); older ones are rejects
-``read:old_version`` naming the newer. The engine reads splits independently, so two
-versions in different input files both stay: give such inputs to the duplicate-id /
-global pass (not done here). ``versions: all`` keeps every version.
+``read:old_version`` naming the newer. The engine reads splits independently, so across
+input files the job adds the global stage ``latest_version`` (stages/latest_version.py:
+highest ``version`` per ``arxiv_id`` of the metadata, over the whole corpus; see
+docs/readers.md). ``versions: all`` keeps every version.
 
 Counted rejects naming the paper: ``read:bad_archive`` (a member that is not gzip or
 whose tar is broken), ``read:no_tex`` (no LaTeX: PDF-only submissions), ``read:no_main_file``
@@ -70,7 +71,8 @@ MAX_DEPTH = 10
 
 @dataclass(kw_only=True, frozen=True)
 class ArxivOptions:
-    """``versions``: ``latest`` (newest version of each id within an input file) or
+    """``versions``: ``latest`` (newest version of each id within an input file; across
+    files: the ``latest_version`` stage) or
     ``all``. ``metadata_file``: JSONL of ``{"id", "categories"}`` (the arXiv metadata
     snapshot) for the ``categories`` metadata."""
 

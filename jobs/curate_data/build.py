@@ -2,8 +2,9 @@
 (not committed: shared texts are not copied into the repository):
 
 * ``wikitext_cloze.jsonl``: the evaluation set (build_eval.py);
-* ``arxiv/arXiv_src_fixture_001.tar`` + ``arxiv/arxiv-metadata.jsonl``: a bulk arXiv
-  source tar made from the real RedPajama arXiv sample (tests/arxiv_fixture.py).
+* ``arxiv/arXiv_src_fixture_00{1,2}.tar`` + ``arxiv/arxiv-metadata.jsonl``: bulk arXiv
+  source tars made from the real RedPajama arXiv sample (tests/arxiv_fixture.py); the
+  second holds only v2 of a paper whose v1 is in the first (``latest_version`` keeps v2).
 
     .venv/bin/python jobs/curate_data/build.py [--shared ../shared]
 """
@@ -29,8 +30,9 @@ def main() -> None:
     args = ap.parse_args()
     shared, out = Path(args.shared), HERE / "built"
     n = build_eval(shared, out / "wikitext_cloze.jsonl")
-    got = build_arxiv(shared, out / "arxiv")
-    print(f"{out}: {n} evaluation questions; {got['tar'].name} with {len(got['bodies'])} papers")
+    got = build_arxiv(shared, out / "arxiv", split_versions=True)
+    print(f"{out}: {n} evaluation questions; {', '.join(t.name for t in got['tars'])} with {len(got['bodies'])} "
+          "papers")
 
 
 if __name__ == "__main__":
