@@ -1,13 +1,13 @@
 """Faults on a real two-node Ray cluster on loopback: a head (with its dashboard and job
 server) and a second node, started once for the module (own ports, own temp dir, own
 resources) and stopped by their own pids. A small job (read -> normalize -> an actor stage
--> exact-dup global stage -> a slow filter -> length) runs while the test kills (1) a split
-task's worker, (2) a stage actor, (3) the second node's raylet, through the CLI; under
-`ray job submit` (the repo shipped as the working directory) (4) a stage actor and then
-the whole second node in one run, and (5) the node the job's driver runs on, after which
-the same submission resumes from the finished splits. Each job must commit outputs
-byte-identical to an undisturbed run's. Only processes of this cluster are ever killed
-(their parent chain leads to one of its raylets)."""
+-> exact-dup global stage -> a slow filter -> length) runs while the test kills, each run
+showing two faults where it can: through the CLI, a split task's worker and then the
+second node's raylet; under `ray job submit` (the repo shipped as the working
+directory), a stage actor and then the whole second node; and the node the submitted
+job's driver runs on, after which the same submission resumes from the finished splits.
+Each job must commit outputs byte-identical to an undisturbed run's. Only processes of
+this cluster are ever killed (their parent chain leads to one of its raylets)."""
 
 from __future__ import annotations
 
@@ -153,26 +153,35 @@ def _job(tmp: Path) -> Path:
     return spec
 
 
-def _kill_mid_job(proc: subprocess.Popen, kill) -> bool:
-    """Poll until ``kill()`` names processes, let them work a moment, SIGKILL them."""
-    deadline = time.time() + 240
-    while proc.poll() is None and time.time() < deadline:
-        pids = kill()
-        if pids:
-            time.sleep(0.3)  # mid-split
-            _kill_all(pids)
-            return True
-        time.sleep(0.05)
-    return False
+def _kill_in_turn(kills: list, stop: threading.Event, killed: list[str]) -> None:
+    """For each ``(name, kill)`` in order: poll until ``kill()`` names processes, let them
+    work a moment, SIGKILL them and note ``name`` in ``killed``; give up when ``stop``."""
+    for name, kill in kills:
+        while not stop.is_set():
+            pids = kill()
+            if pids:
+                time.sleep(0.3)  # mid-split
+                _kill_all(pids)
+                killed.append(name)
+                break
+            time.sleep(0.05)
 
 
-def _run(spec: Path, cluster, kill=None) -> Path:
+def _run(spec: Path, cluster, kills: list = ()) -> Path:
+    """The job through the CLI (a driver beside the cluster, joining it by RAY_ADDRESS)
+    while ``kills`` run in turn mid-job (:func:`_kill_in_turn`); all must happen."""
     env = dict(cluster["env"], RAY_ADDRESS=cluster["address"], DATAPIPE_PROGRESS="0", PYTHONPATH=str(REPO))
     proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
-    killed = kill is not None and _kill_mid_job(proc, kill)
-    said, _ = proc.communicate(timeout=600)
-    assert kill is None or killed, "nothing to kill was ever found: " + said[-2000:]
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_in_turn, args=(kills, stop, killed), daemon=True)
+    killer.start()
+    try:
+        said, _ = proc.communicate(timeout=600)
+    finally:
+        stop.set()
+        killer.join()
+    assert killed == [name for name, _ in kills], f"killed only {killed}: " + said[-2000:]
     assert proc.returncode == 0, said[-4000:]
     return spec.parent / "out"
 
@@ -192,20 +201,6 @@ def _node_pids(c: dict) -> list[int]:
     """Every process of the second node: its raylet, agents and workers (and a job driver
     there), i.e. what a lost machine takes with it."""
     return _pids(under=f"{c['temp']}w")
-
-
-def _kill_in_turn(kills: list, stop: threading.Event, killed: list[str]) -> None:
-    """For each ``(name, kill)`` in order: poll until ``kill()`` names processes, let them
-    work a moment, SIGKILL them and note ``name`` in ``killed``; give up when ``stop``."""
-    for name, kill in kills:
-        while not stop.is_set():
-            pids = kill()
-            if pids:
-                time.sleep(0.3)  # mid-split
-                _kill_all(pids)
-                killed.append(name)
-                break
-            time.sleep(0.05)
 
 
 def _submit_job(c: dict, spec: Path, kills: list, *, entrypoint_resources: dict | None = None
@@ -267,10 +262,10 @@ def test_job_submit_survives_a_killed_actor_and_a_lost_node(cluster, undisturbed
 
 def test_job_submit_whose_driver_node_is_lost_resumes_when_resubmitted(cluster, undisturbed, tmp_path):
     """The driver (the job's entrypoint) runs on the second node (``--entrypoint-resources``
-    asks for the resource only that node has); the node is lost once a split has finished,
-    so the job fails, leaving its staging folder and the dead driver's lock. With the node
-    back, the same `ray job submit` resumes from the finished splits and commits the
-    undisturbed run's bytes."""
+    asks for the resource only that node has); the node is lost once a split of the second
+    phase has finished, so the job fails, leaving its staging folder and the dead driver's
+    lock. With the node back, the same `ray job submit` resumes from the finished splits
+    (all of the first phase, some of the second) and commits the undisturbed run's bytes."""
     if not _second_node_alive(cluster):
         _start_second_node(cluster)
     spec = _job(tmp_path)
@@ -278,7 +273,9 @@ def test_job_submit_whose_driver_node_is_lost_resumes_when_resubmitted(cluster, 
 
     def driver_mid_job() -> list[int]:
         driver_there = _pids(str(spec), under=f"{cluster['temp']}w")
-        finished = list(spec.parent.glob("out.staging-*/work/done/p*/*/*.json"))
+        # a split of the second phase done: the resubmission reuses all of the first
+        # (no actor pool to start again) and that split
+        finished = list(spec.parent.glob("out.staging-*/work/done/p1/*/*.json"))
         return _node_pids(cluster) if driver_there and finished else []
 
     proc, killed = _submit_job(cluster, spec, [("driver node", driver_mid_job)], entrypoint_resources=DRIVER)
@@ -295,18 +292,19 @@ def test_job_submit_whose_driver_node_is_lost_resumes_when_resubmitted(cluster, 
     again, _ = _submit_job(cluster, spec, [], entrypoint_resources=DRIVER)
     assert again.returncode == 0 and "succeeded" in _said(again).lower(), _said(again)
     report = json.loads((out / "report.json").read_text())
-    assert report["splits"]["reused"] > 0, report["splits"]
+    splits = report["splits"]
+    assert splits["reused"] == splits["total"] and splits["reused_per_phase"][1] > 0, splits
     _assert_same(out, undisturbed, "driver's node lost, job resubmitted")
 
 
-def test_killed_task_actor_and_node_give_identical_outputs(cluster, undisturbed, tmp_path):
+def test_cli_run_with_a_killed_task_then_a_killed_raylet_gives_identical_outputs(cluster, undisturbed, tmp_path):
+    """Through the CLI, in the task phase: a split task's worker on the head is killed,
+    then the second node's raylet (its workers die with it) while a split runs there, so
+    the lost node's splits are rescheduled on the head."""
+    if not _second_node_alive(cluster):
+        _start_second_node(cluster)
     temp = cluster["temp"]
-    faults = {
-        "task": lambda: _pids(TASK, under=temp)[:1],
-        "actor": lambda: _pids(ACTOR, under=temp)[:1],
-        # in the task phase, so the lost node's splits can be rescheduled on the head
-        "raylet": lambda: _pids(f"{temp}w", "raylet", f"node_manager_port={cluster['node_port']}")
-        if _pids(TASK, under=temp) else [],
-    }
-    for name, kill in faults.items():
-        _assert_same(_run(_job(tmp_path / name), cluster, kill), undisturbed, name)
+    kills = [("task", lambda: _pids(TASK, under=f"{temp}h")[:1]),
+             ("raylet", lambda: _pids(f"{temp}w", "raylet", f"node_manager_port={cluster['node_port']}")
+              if _pids(TASK, under=f"{temp}w") else [])]
+    _assert_same(_run(_job(tmp_path), cluster, kills), undisturbed, "cli, task and raylet killed")
