@@ -148,8 +148,8 @@ def _held_message(output: str, held: LockInfo, stale_s: float) -> str:
     age = max(0.0, time.time() - held.heartbeat)
     return (f"{output} is being written by {held.describe()}, whose last heartbeat was {age:.0f} s ago; wait "
             f"for it to finish. If that run is dead (its driver killed or its node lost), its lock turns "
-            f"stale {max(0.0, stale_s - age):.0f} s from now and a run started then takes it over and resumes "
-            f"from the finished splits; to go on at once, remove {lock_uri(output)}")
+            f"stale {max(0.0, stale_s - age):.0f} s from now and a run started then takes it over (the same "
+            f"job resumes from its finished splits); to go on at once, remove {lock_uri(output)}")
 
 
 def _write_lock(output: str, info: LockInfo, storage: fs.StorageOptions | None, *, exclusive: bool) -> bool:
