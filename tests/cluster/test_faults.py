@@ -85,8 +85,8 @@ def _start_second_node(c: dict) -> None:
     ports = [f"--node-manager-port={c['node_port']}", f"--dashboard-agent-listen-port={_port()}",
              f"--dashboard-agent-grpc-port={_port()}", f"--runtime-env-agent-port={_port()}",
              f"--metrics-export-port={_port()}"]
-    subprocess.run([c["ray"], "start", f"--address={c['address']}", "--num-cpus=1", '--resources={"second": 1, "driver_node": 1}',
-                    f"--temp-dir={c['temp']}w", *ports, *c["common"]],
+    subprocess.run([c["ray"], "start", f"--address={c['address']}", "--num-cpus=1",
+                    '--resources={"second": 1, "driver_node": 1}', f"--temp-dir={c['temp']}w", *ports, *c["common"]],
                    check=True, env=c["env"], capture_output=True, timeout=300)
 
 
