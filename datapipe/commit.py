@@ -142,6 +142,16 @@ def _is_stale(lock: LockInfo, stale_s: float) -> bool:
     return False
 
 
+def _held_message(output: str, held: LockInfo, stale_s: float) -> str:
+    """Why a run refuses a live-looking lock, and the two ways on when its holder is dead
+    (a driver on another host, e.g. on a lost node, cannot be checked by pid)."""
+    age = max(0.0, time.time() - held.heartbeat)
+    return (f"{output} is being written by {held.describe()}, whose last heartbeat was {age:.0f} s ago; wait "
+            f"for it to finish. If that run is dead (its driver killed or its node lost), its lock turns "
+            f"stale {max(0.0, stale_s - age):.0f} s from now and a run started then takes it over (the same "
+            f"job resumes from its finished splits); to go on at once, remove {lock_uri(output)}")
+
+
 def _write_lock(output: str, info: LockInfo, storage: fs.StorageOptions | None, *, exclusive: bool) -> bool:
     data = json.dumps(asdict(info), sort_keys=True).encode()
     if exclusive:
@@ -183,8 +193,7 @@ class OutputRun:
         if not _write_lock(output, info, storage, exclusive=True):
             held = read_lock(output, storage)
             if held is not None and not _is_stale(held, stale_s):
-                raise ConflictError(f"{output} is being written by {held.describe()}; wait for it to finish, or "
-                                f"if that run is dead, remove {lock_uri(output)}")
+                raise ConflictError(_held_message(output, held, stale_s))
             log.warning("taking over the stale lock of %s on %s", held.describe() if held else "an unknown run", output)
             fs.write_bytes(lock_uri(output), json.dumps(asdict(info), sort_keys=True).encode(), storage)
         if not fs.is_local(output):
