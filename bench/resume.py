@@ -131,6 +131,8 @@ def main() -> None:
         print(f"| killed at {args.kill_at:.0%} of splits | {killed:.1f} | - |")
         print(f"| restart ({where}) | {restart:.1f} | {reused} |")
         print(f"restart / full = {restart / full:.2f} (target < 0.45)")
+        print(f"restart: {report['wall_seconds']:.1f} s of its {restart:.1f} s in the splits, checks and report "
+              f"(the rest: interpreter, imports, planning, verification{'' if where.startswith('in') else ', Ray start-up'}, commit)")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
