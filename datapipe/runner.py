@@ -155,9 +155,10 @@ def _map_splits(env: PhaseEnv, todo: list[SplitRef], ex: ExecutionSpec):
 
 
 def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume: bool,
-               on_done: Callable[[dict], None]) -> tuple[list[dict], int]:
+               on_done: Callable[[dict], None], local: bool = False) -> tuple[list[dict], int]:
     """Records of every split for ``env.phase`` (reused or computed), in ``refs`` order,
-    and how many were reused."""
+    and how many were reused. ``local``: the remaining splits run in this process, one
+    after the other, with the same :class:`SplitRunner` (see :func:`_local_restart`)."""
     done: dict[str, dict] = {}
     if resume:
         for ref in refs:
@@ -166,7 +167,13 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
                 done[ref.key] = rec
     reused = len(done)
     todo = [ref for ref in refs if ref.key not in done]
-    if todo:
+    if todo and local:
+        runner = SplitRunner(env)
+        for ref in todo:   # the record as the Ray path returns it (a JSON round trip)
+            rec = json.loads(json.dumps(runner.run(ref), sort_keys=True))
+            done[rec["key"]] = rec
+            on_done(rec)
+    elif todo:
         for row in _map_splits(env, todo, ex).iter_rows():
             if row["error"] is not None:   # the user's error (e.g. a corrupt file under on_error: fail)
                 raise pickle.loads(row["error"])
@@ -174,6 +181,51 @@ def _run_phase(env: PhaseEnv, refs: list[SplitRef], ex: ExecutionSpec, *, resume
             done[rec["key"]] = rec
             on_done(rec)
     return [done[ref.key] for ref in refs], reused
+
+
+# Starting an embedded Ray and a Ray Data execution (``ray.init``, the executor's helper
+# actors, the pool's workers) costs ~5 s on the 2-core machine before a split is read
+# (docs/engine.md "Fixed cost of a run"); a restart with less work left than that runs it
+# in the driver instead (:func:`_local_restart`).
+RAY_START_SECONDS = 5.0
+
+
+def _local_restart(plan: Plan, staging: str) -> bool:
+    """True when a restart's remaining splits should run in the driver, without Ray:
+    an embedded Ray (no ``RAY_ADDRESS``), one phase (no global stage), no stage with
+    prepare passes, no GPUs, the id
+    check in one part (it then runs on the driver too), and the remaining work estimated
+    from the reused splits' own measured seconds per input byte (same job, same machine)
+    shorter in one process than ``RAY_START_SECONDS`` plus that work spread over the
+    CPUs (counted as at least 2, so never more than twice the start-up: the driver has
+    no task retries). A restart with every split reused starts no Ray at all. The outputs are the
+    same bytes either way: the same :class:`SplitRunner` writes them."""
+    job = plan.job
+    if os.environ.get("RAY_ADDRESS") or len(plan.phases) != 1:
+        return False
+    ph = plan.phases[0]
+    if ph.compute.num_gpus or parts_for(sum(f.size for s in job.sources for f in s.files)) != 1:
+        return False
+    if any(type(st.make()).prepare is not Stage.prepare for st in ph.stages):
+        return False    # a stage's prepare passes (an index) may need Ray Data: the Ray path
+    env = PhaseEnv(phase=ph, staging=staging, readers=plan.readers, batch_rows=job.execution.batch_rows,
+                   output=job.output_options, decisions=None, input_digest="", sink=plan.sink, storage=job.storage)
+    done_bytes, done_seconds, left = 0, 0.0, 0
+    for ref in plan.splits:
+        rec = verify_done(env.done_path(ref), staging, job.storage)
+        if rec is not None and rec.get("input") == "":
+            done_bytes += ref.split.num_bytes
+            done_seconds += float(rec.get("seconds", 0.0))
+        else:
+            left += ref.split.num_bytes
+    if not left:
+        return True
+    if not done_bytes:
+        return False
+    local_s = left * done_seconds / done_bytes
+    cpus = max(2, job.execution.num_cpus or os.cpu_count() or 1)   # one CPU: still at most 2x the start-up
+    log.info("restart: %d input bytes left, ~%.1f s in one process (measured by the reused splits)", left, local_s)
+    return local_s < RAY_START_SECONDS + local_s / cpus
 
 
 # -- global stages -----------------------------------------------------------------
@@ -315,13 +367,18 @@ def run_job(job: JobSpec, *, force: bool = False, echo: Callable[[str], None] = 
     verbose = logging.getLogger().isEnabledFor(logging.DEBUG)
     ray_log, started_ray = None, False
     try:
-        started_ray = ensure_ray(job, verbose=verbose)
-        # Ray's chatter to logs/ray.log; Ray Data only for a global stage's decide()
-        ray_log = quiet_ray(records / "logs", verbose=verbose)
-        cpus = _cluster_cpus()
+        local = resume and _local_restart(plan, staging)
+        if local:
+            cpus = job.execution.num_cpus or os.cpu_count() or 1
+            echo("restart: the remaining splits run in this process (less work left than starting Ray costs)")
+        else:
+            started_ray = ensure_ray(job, verbose=verbose)
+            # Ray's chatter to logs/ray.log; Ray Data only for a global stage's decide()
+            ray_log = quiet_ray(records / "logs", verbose=verbose)
+            cpus = _cluster_cpus()
         echo("\n".join(describe_plan(plan, cpus)) if verbose else plan_line(plan, cpus))
         with _interruptible():
-            return _execute(plan, run, records, job_hash, resume=resume, echo=echo)
+            return _execute(plan, run, records, job_hash, resume=resume, echo=echo, local=local)
     except KeyboardInterrupt:
         echo(f"interrupted: finished splits are kept in {staging}. Run the same command again to resume "
              "from them (same spec and inputs), or add --force to start clean.")
@@ -378,7 +435,8 @@ class _PhaseResults:
         return [r for r in self.records if r["phase"] == len(self.reused) - 1]
 
 
-def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[dict], None]) -> _PhaseResults:
+def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[dict], None],
+                local: bool = False) -> _PhaseResults:
     """Every phase over every split; between phases, the global stage decides once."""
     job, storage = plan.job, plan.job.storage
     res = _PhaseResults(records=[], reused=[], global_seconds={}, stage_reports={})
@@ -389,9 +447,10 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
                        input_digest=digest, sink=plan.sink if ph.last else None, storage=storage,
                        id_parts=parts_for(sum(f.size for s in job.sources for f in s.files)) if ph.index == 0 else 0)
         env = _prepare(env, job, res)
-        recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done)
+        recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done,
+                                    local=local)
         if ph.index == 0:
-            recs = _unique_ids(plan, env, recs)
+            recs = _unique_ids(plan, env, recs, local=local)
         res.records.extend(recs)
         res.reused.append(n_reused)
         if ph.after is not None:
@@ -424,7 +483,7 @@ def _prepare(env: PhaseEnv, job: JobSpec, res: _PhaseResults) -> PhaseEnv:
     return dataclasses.replace(env, prepared=prepared, input_digest=digest)
 
 
-def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
+def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict], *, local: bool = False) -> list[dict]:
     """Phase 0's records once every id is unique across splits: the splits holding
     extra copies of an id first read in an earlier split are run again with those
     copies marked ``read:duplicate_id`` where they enter (:mod:`datapipe.unique_ids`)."""
@@ -438,7 +497,7 @@ def _unique_ids(plan: Plan, env: PhaseEnv, recs: list[dict]) -> list[dict]:
     wanted = set(keys)
     redo = [ref for ref in plan.splits if ref.key in wanted]
     again, _ = _run_phase(dataclasses.replace(env, id_drops=uri, input_digest=digest), redo, plan.job.execution,
-                          resume=False, on_done=lambda r: None)
+                          resume=False, on_done=lambda r: None, local=local)
     by_key = {r["key"]: r for r in again}
     for r in recs:
         if r["key"] in by_key:
@@ -457,7 +516,7 @@ def _merged_stats(res: _PhaseResults) -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def _execute(plan: Plan, run: commit.OutputRun, records_dir: Path, job_hash: str, *, resume: bool,
-             echo: Callable[[str], None]) -> RunResult:
+             echo: Callable[[str], None], local: bool = False) -> RunResult:
     """The phases, the checks, the report; then publishes ``run``. ``records_dir``: the
     local folder of the report and Ray's log (the staging folder itself when local;
     uploaded into it when remote)."""
@@ -468,7 +527,7 @@ def _execute(plan: Plan, run: commit.OutputRun, records_dir: Path, job_hash: str
     if plan.sink is not None:
         plan.sink.prepare()
     progress = _progress(plan.chain, echo)
-    res = _run_phases(plan, staging, resume=resume, on_done=lambda r: progress.split_done(r["stats"]))
+    res = _run_phases(plan, staging, resume=resume, on_done=lambda r: progress.split_done(r["stats"]), local=local)
     last = res.final()
     files = sorted((f for r in last for f in r["files"]), key=lambda f: f["path"])
     stats = _merged_stats(res)
@@ -479,7 +538,7 @@ def _execute(plan: Plan, run: commit.OutputRun, records_dir: Path, job_hash: str
     problems = check_accounting(plan.chain, stats, files, [s.name for s in job.sources], plan.applies)
     sink_totals = _finish_sink(plan, staging, last, files, problems) if plan.sink is not None else {}
     splits = {"total": len(plan.splits), "phases": len(res.reused), "reused": res.reused[0] if res.reused else 0,
-              "reused_per_phase": res.reused}
+              "reused_per_phase": res.reused, "in_driver": local}
     report = build_report(job, plan.chain, stats, files, problems=problems, wall_seconds=wall, started=started,
                           global_seconds=res.global_seconds, stage_reports=res.stage_reports, job_hash=job_hash,
                           shards=sink_totals, splits=splits)

@@ -174,3 +174,36 @@ def test_sigterm_then_restart_reuses_splits_and_matches(ray_session, ray_cluster
     report = json.loads((tmp_path / "cut" / "out" / "report.json").read_text())
     assert report["splits"]["reused"] >= 1
     assert _outputs(tmp_path / "cut" / "out") == want
+
+
+def test_small_restart_runs_in_the_driver_with_the_same_bytes(ray_session, ray_cluster, tmp_path):
+    """One phase (no global stage): a restart with little work left runs the remaining
+    splits (and the duplicate-id re-run) in the driver, and writes what Ray writes."""
+    def one_phase(folder: Path) -> Path:
+        spec = _corpus(folder, extra_stages="\n  - slow: {seconds: 0.2}")
+        spec.write_text(spec.read_text().replace("  - exact_dup: {}\n", ""))
+        return spec
+
+    ref = one_phase(tmp_path / "ref")
+    done = run_job(load_job(ref), echo=lambda s: None)
+    assert not done.report["splits"]["in_driver"]
+    want = _outputs(Path(done.output))
+    spec = one_phase(tmp_path / "cut")
+    env = dict(ray_cluster["env"], RAY_ADDRESS=ray_cluster["address"], DATAPIPE_PROGRESS="0",
+               PYTHONPATH=str(Path(__file__).parents[2]))
+    proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    total = len(split_refs(load_job(spec)))
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if len(list((tmp_path / "cut").glob("out.staging-*/work/done/p0/**/*.json"))) >= 0.6 * total:
+            break
+        time.sleep(0.05)
+    assert proc.poll() is None, "the job finished before it could be interrupted"
+    os.kill(proc.pid, signal.SIGTERM)
+    said, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, said[-3000:]
+    assert "RAY_ADDRESS" not in os.environ   # this process: an embedded Ray's rules apply
+    again = run_job(load_job(spec), echo=lambda s: None)
+    assert again.report["splits"]["in_driver"] and 1 <= again.report["splits"]["reused"] < total
+    assert _outputs(tmp_path / "cut" / "out") == want
