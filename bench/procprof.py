@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 from collections import defaultdict
+from pathlib import Path
 
 
 def kind(p) -> str:
@@ -52,16 +53,23 @@ def main() -> None:
     ap.add_argument("--every", type=float, default=0.5)
     ap.add_argument("--json")
     ap.add_argument("cmd", nargs=argparse.REMAINDER)
-    a = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import _smoke
+
+    a = _smoke.parse(ap, {"every": 0.1})
     import psutil
 
     cmd = a.cmd[1:] if a.cmd and a.cmd[0] == "--" else a.cmd
+    if not cmd:
+        if not a.smoke:
+            ap.error("give the command to profile after --")
+        cmd = [sys.executable, "-c", "import time; sum(range(10**6)); time.sleep(0.3)"]
     child = subprocess.Popen(cmd)
     root = psutil.Process(child.pid)
     last: dict[tuple[int, float], tuple[str, float, int | None]] = {}  # (pid, create) -> (kind, cpu, ppid)
     timeline = []
     prev = psutil.cpu_times()
-    t0 = time.time()
+    t0 = tprev = time.time()
     seen_ray: set[int] = set()
     while child.poll() is None:
         procs = []
@@ -82,8 +90,8 @@ def main() -> None:
             try:
                 ct = p.cpu_times()
                 key = (p.pid, p.create_time())
-                k = last.get(key, (kind(p),))[0]
-                if k.startswith("ray::") or k == "?":  # actors rename themselves after start
+                k = "profiled command" if p.pid == child.pid else last.get(key, (kind(p),))[0]
+                if (k.startswith("ray::") or k == "?") and p.pid != child.pid:  # actors rename themselves after start
                     k2 = kind(p)
                     k = k2 if k2 != "?" else k
                 last[key] = (k, ct.user + ct.system, p.pid)
@@ -91,8 +99,9 @@ def main() -> None:
                 continue
         now = psutil.cpu_times()
         busy = sum(getattr(now, f) - getattr(prev, f) for f in ("user", "system", "nice", "irq", "softirq"))
-        timeline.append((round(time.time() - t0, 1), round(busy / a.every, 2)))
-        prev = now
+        tnow = time.time()
+        timeline.append((round(tnow - t0, 1), round(busy / max(tnow - tprev, 1e-3), 2)))
+        prev, tprev = now, tnow
         time.sleep(a.every)
     by: dict[str, list[float]] = defaultdict(lambda: [0.0, 0])
     for k, cpu, _pid in last.values():
