@@ -29,8 +29,9 @@ def kind(p) -> str:
         cmd = p.cmdline()
     except Exception:
         return "?"
-    if name.startswith("ray::"):
-        return name  # ray::MapWorker(...), ray::IDLE, ray::ReadWarc->..., ray::_split_task
+    title = cmd[0] if cmd else name  # Ray workers set their title in argv, not in comm
+    if title.startswith("ray::"):
+        return title.split(" ")[0].split(".")[0] if "(" not in title else title.split(")")[0] + ")"  # ray::MapWorker(...), ray::IDLE, ray::_StatsActor, ...
     joined = " ".join(cmd[:4])
     for key in ("raylet", "gcs_server", "dashboard", "log_monitor", "monitor.py", "runtime_env", "plasma"):
         if key in joined or key in name:
@@ -43,8 +44,10 @@ def kind(p) -> str:
         except Exception:
             worker = False
         return "datatrove worker" if worker else "datatrove driver"
-    if "multiprocess" in joined or (name.startswith("python") and "peers.py" not in joined):
-        return f"{name} child"
+    if "multiprocess" in joined:
+        return "multiprocess worker (datatrove)"
+    if name.startswith("python") and "default_worker.py" in " ".join(cmd):
+        return "ray worker (not yet titled)"
     return name
 
 
@@ -91,9 +94,10 @@ def main() -> None:
                 ct = p.cpu_times()
                 key = (p.pid, p.create_time())
                 k = "profiled command" if p.pid == child.pid else last.get(key, (kind(p),))[0]
-                if (k.startswith("ray::") or k == "?") and p.pid != child.pid:  # actors rename themselves after start
+                if p.pid != child.pid:  # Ray workers retitle themselves; keep the last working title
                     k2 = kind(p)
-                    k = k2 if k2 != "?" else k
+                    if k2 not in ("?", "ray::IDLE") or k.startswith("ray worker") or k == "?":
+                        k = k2
                 last[key] = (k, ct.user + ct.system, p.pid)
             except (psutil.NoSuchProcess, psutil.AccessDenied):
                 continue
