@@ -155,6 +155,8 @@ def build_warc(sh: Path, n: int, folder: Path) -> int:
     from warcio.warcwriter import WARCWriter
 
     pages = [gzip.decompress(p.read_bytes()) for p in sorted((sh / "corpora/web/html").glob("*.html.gz"))]
+    if not pages:
+        raise SystemExit(f"no pages in {sh / 'corpora/web/html'}: set DATAPIPE_SHARED to the shared folder")
     folder.mkdir(parents=True, exist_ok=True)
     per = -(-n // FILES)
     for k in range(FILES):
