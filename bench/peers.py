@@ -310,7 +310,8 @@ def main() -> None:
     ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
                     "datatrove always gets one task per input file")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
-    from bench import _smoke  # the repository is on sys.path (above)
+    sys.path.insert(0, str(REPO))
+    from bench import _smoke
 
     args = _smoke.parse(ap, {"workloads": "warc", "sizes": "60", "work": "<tmp>", "cpus": 2})
     if args.datatrove:

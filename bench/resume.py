@@ -103,7 +103,8 @@ def main() -> None:
     ap.add_argument("--mb", type=int, default=50)
     ap.add_argument("--cpus", type=int, default=2)
     ap.add_argument("--kill-at", type=float, default=0.7)
-    from bench import _smoke  # the repository is on sys.path (above)
+    sys.path.insert(0, str(REPO))
+    from bench import _smoke
 
     args = _smoke.parse(ap, {"mb": 2})
     sys.path.insert(0, str(REPO))
