@@ -148,26 +148,36 @@ def test_one_cpu_with_actor_stages_matches_two(ray_session, ray_cluster, tmp_pat
     assert got == want
 
 
-def test_sigterm_then_restart_reuses_splits_and_matches(ray_session, ray_cluster, tmp_path):
-    ref = _corpus(tmp_path / "ref", extra_stages="\n  - slow: {seconds: 0.4}")
-    want = _outputs(Path(run_job(load_job(ref), echo=lambda s: None).output))
-    spec = _corpus(tmp_path / "cut", extra_stages="\n  - slow: {seconds: 0.4}")
-    env = dict(ray_cluster["env"], RAY_ADDRESS=ray_cluster["address"], DATAPIPE_PROGRESS="0",
-               PYTHONPATH=str(Path(__file__).parents[2]))
-    proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=env, stdout=subprocess.PIPE,
+def _cluster_env(ray_cluster) -> dict[str, str]:
+    return dict(ray_cluster["env"], RAY_ADDRESS=ray_cluster["address"], DATAPIPE_PROGRESS="0",
+                PYTHONPATH=str(Path(__file__).parents[2]))
+
+
+def _interrupted(spec: Path, ray_cluster, share: float) -> tuple[str, int, int]:
+    """``datapipe run spec`` in a subprocess, SIGTERMed once ``share`` of its first
+    phase's splits are done: (its output, its exit code, the job's split count)."""
+    proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=_cluster_env(ray_cluster), stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     total = len(split_refs(load_job(spec)))
     deadline = time.time() + 300
     while time.time() < deadline and proc.poll() is None:   # staging: out.staging-<job hash[:16]>
-        if len(list((tmp_path / "cut").glob("out.staging-*/work/done/p0/**/*.json"))) >= 0.7 * total:
+        if len(list(spec.parent.glob("out.staging-*/work/done/p0/**/*.json"))) >= share * total:
             break
         time.sleep(0.05)
     assert proc.poll() is None, "the job finished before it could be interrupted"
     os.kill(proc.pid, signal.SIGTERM)
     said, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130 and "Run the same command again to resume" in said, said[-3000:]
+    return said, proc.returncode, total
+
+
+def test_sigterm_then_restart_reuses_splits_and_matches(ray_session, ray_cluster, tmp_path):
+    ref = _corpus(tmp_path / "ref", extra_stages="\n  - slow: {seconds: 0.4}")
+    want = _outputs(Path(run_job(load_job(ref), echo=lambda s: None).output))
+    spec = _corpus(tmp_path / "cut", extra_stages="\n  - slow: {seconds: 0.4}")
+    said, rc, _ = _interrupted(spec, ray_cluster, 0.7)
+    assert rc == 130 and "Run the same command again to resume" in said, said[-3000:]
     assert not (tmp_path / "cut" / "out").exists()
-    again = _cli(["run", str(spec)], env, timeout=600)
+    again = _cli(["run", str(spec)], _cluster_env(ray_cluster), timeout=600)
     assert again.returncode == 0, again.stdout[-3000:] + again.stderr[-3000:]
     assert "resuming the interrupted run" in again.stdout
     assert not list((tmp_path / "cut").glob("out.staging*")) and not (tmp_path / "cut" / "out.lock").exists()
@@ -189,20 +199,8 @@ def test_small_restart_runs_in_the_driver_with_the_same_bytes(ray_session, ray_c
     assert not done.report["splits"]["in_driver"]
     want = _outputs(Path(done.output))
     spec = one_phase(tmp_path / "cut")
-    env = dict(ray_cluster["env"], RAY_ADDRESS=ray_cluster["address"], DATAPIPE_PROGRESS="0",
-               PYTHONPATH=str(Path(__file__).parents[2]))
-    proc = subprocess.Popen([sys.executable, str(HELPER), "run", str(spec)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    total = len(split_refs(load_job(spec)))
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if len(list((tmp_path / "cut").glob("out.staging-*/work/done/p0/**/*.json"))) >= 0.6 * total:
-            break
-        time.sleep(0.05)
-    assert proc.poll() is None, "the job finished before it could be interrupted"
-    os.kill(proc.pid, signal.SIGTERM)
-    said, _ = proc.communicate(timeout=120)
-    assert proc.returncode == 130, said[-3000:]
+    said, rc, total = _interrupted(spec, ray_cluster, 0.6)
+    assert rc == 130, said[-3000:]
     assert "RAY_ADDRESS" not in os.environ   # this process: an embedded Ray's rules apply
     again = run_job(load_job(spec), echo=lambda s: None)
     assert again.report["splits"]["in_driver"] and 1 <= again.report["splits"]["reused"] < total
