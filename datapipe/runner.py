@@ -56,7 +56,7 @@ from datapipe.passes import run_declared, run_prepared
 from datapipe.plan import Phase, Plan, SplitRef, compile_plan, describe_plan, plan_line
 from datapipe.spec import ExecutionSpec, JobSpec
 from datapipe.splitwork import PhaseEnv, SplitRunner, remove_stale, sink_split, verify_done
-from datapipe.stage import BatchStats, Stage, StageContext
+from datapipe.stage import BatchStats, StageContext
 from datapipe.unique_ids import find_duplicates, parts_for
 
 log = logging.getLogger(__name__)
@@ -204,9 +204,9 @@ def _local_restart(plan: Plan, staging: str) -> bool:
     if os.environ.get("RAY_ADDRESS") or len(plan.phases) != 1:
         return False
     ph = plan.phases[0]
-    if ph.compute.num_gpus or parts_for(sum(f.size for s in job.sources for f in s.files)) != 1:
+    if ph.compute.num_gpus or _id_parts(job) != 1:
         return False
-    if any(type(st.make()).prepare is not Stage.prepare for st in ph.stages):
+    if any(st.make().prepares() for st in ph.stages):
         return False    # a stage's prepare passes (an index) may need Ray Data: the Ray path
     env = PhaseEnv(phase=ph, staging=staging, readers=plan.readers, batch_rows=job.execution.batch_rows,
                    output=job.output_options, decisions=None, input_digest="", sink=plan.sink, storage=job.storage)
@@ -226,6 +226,11 @@ def _local_restart(plan: Plan, staging: str) -> bool:
     cpus = max(2, job.execution.num_cpus or os.cpu_count() or 1)   # one CPU: still at most 2x the start-up
     log.info("restart: %d input bytes left, ~%.1f s in one process (measured by the reused splits)", left, local_s)
     return local_s < RAY_START_SECONDS + local_s / cpus
+
+
+def _id_parts(job: JobSpec) -> int:
+    """The duplicate-id check's partitions for the job's whole input."""
+    return parts_for(sum(f.size for s in job.sources for f in s.files))
 
 
 # -- global stages -----------------------------------------------------------------
@@ -445,7 +450,7 @@ def _run_phases(plan: Plan, staging: str, *, resume: bool, on_done: Callable[[di
         env = PhaseEnv(phase=ph, staging=staging, readers=plan.readers if ph.before is None else {},
                        batch_rows=job.execution.batch_rows, output=job.output_options, decisions=decisions,
                        input_digest=digest, sink=plan.sink if ph.last else None, storage=storage,
-                       id_parts=parts_for(sum(f.size for s in job.sources for f in s.files)) if ph.index == 0 else 0)
+                       id_parts=_id_parts(job) if ph.index == 0 else 0)
         env = _prepare(env, job, res)
         recs, n_reused = _run_phase(env, list(plan.splits), job.execution, resume=resume, on_done=on_done,
                                     local=local)
@@ -468,7 +473,7 @@ def _prepare(env: PhaseEnv, job: JobSpec, res: _PhaseResults) -> PhaseEnv:
     prepared, keys = {}, []
     for st in env.phase.stages:
         stage = st.make()
-        if type(stage).prepare is Stage.prepare:
+        if not stage.prepares():
             continue
         ctx = StageContext(work_dir=env.work(st.name, "prepare"), sources=tuple(s.name for s in job.sources),
                            storage=env.storage)

@@ -196,6 +196,10 @@ class Stage:
         :attr:`prepared` before :meth:`setup`. None (the default): nothing to prepare."""
         return None
 
+    def prepares(self) -> bool:
+        """Whether this stage declares :meth:`prepare` passes (overrides it)."""
+        return type(self).prepare is not Stage.prepare
+
     def after_prepare(self, ctx: "StageContext") -> None:
         """On the driver, once :meth:`prepare`'s passes are committed (:attr:`prepared`
         set): may add to ``ctx.report`` (the stage's entry in the run's report)."""
