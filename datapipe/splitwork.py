@@ -158,11 +158,11 @@ class SplitRunner:
     def _input(self, ref: SplitRef, stats: ST.SplitStats, ids: list[pa.Table] | None) -> Iterator[pa.Table]:
         env = self.env
         if env.phase.before is None:
-            drops = _decisions_for(env.id_drops, ref.key, env.storage)
+            drops, _ = _decisions_for(env.id_drops, ref.key, env.storage)   # the id check never edits
             yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats, drops, ids, env.id_parts)
             return
         name = env.phase.before.name
-        drops, edits = _decisions_for(env.decisions, ref.key, env.storage, with_edits=True)
+        drops, edits = _decisions_for(env.decisions, ref.key, env.storage)
         schema = env.phase.input_schema
         offset = 0
         for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.batch_rows, env.storage):
@@ -228,19 +228,17 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     return mark_rejects(table, dup, stage="read", reasons=["read:duplicate_id"] * len(dup), details=first)
 
 
-def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None, *, with_edits: bool = False
-                   ) -> Any:
-    """This split's decided rows (sorted), reasons and details. ``with_edits``: also the
-    rows a global stage edits (decisions with a non-null ``edit`` list,
-    :meth:`~datapipe.stage.GlobalStage.apply_edits`), as ``(drops, (rows, edits))``;
-    the drops are then only the rows whose ``edit`` is null."""
+def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None) -> tuple[Any, Any]:
+    """This split's decisions as ``(drops, edits)``: drops are the decided rows (sorted)
+    with their reasons and details; edits the rows a global stage edits (decisions with
+    a non-null ``edit`` list, :meth:`~datapipe.stage.GlobalStage.apply_edits`) with their
+    lists, empty when the decisions have no ``edit`` column."""
     no_edits = (np.zeros(0, np.int64), [])
     if uri is None:
-        drops = (np.zeros(0, np.int64), [], [])
-        return (drops, no_edits) if with_edits else drops
+        return (np.zeros(0, np.int64), [], []), no_edits
     fsys, path = fs.resolve(uri, storage)
     cols = [ROW, "reason", "detail"]
-    editing = with_edits and EDIT in pq.ParquetDataset(path, filesystem=fsys).schema.names
+    editing = EDIT in pq.ParquetDataset(path, filesystem=fsys).schema.names
     table = pq.read_table(path, filesystem=fsys, columns=cols + [EDIT] if editing else cols,
                           filters=[(SPLIT, "=", key)])
     table = table.sort_by(ROW)
@@ -252,7 +250,7 @@ def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None 
         table = table.filter(pc.invert(is_edit))
     drops = (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
              table.column("reason").to_pylist(), table.column("detail").to_pylist())
-    return (drops, edits) if with_edits else drops
+    return drops, edits
 
 
 def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:
