@@ -47,6 +47,7 @@ rows. ``bench/url_filter.py`` measures it.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import re
@@ -61,7 +62,7 @@ import pyarrow.compute as pc
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.stage import Compute, FilterStage, StageConfig
+from datapipe.stage import Compute, FilterStage, Reasons, StageConfig
 from stages._radix import RadixIndex
 
 log = logging.getLogger(__name__)
@@ -286,12 +287,23 @@ class Matcher:
         regexes. Vectorised for the hash-set kinds; rules are materialised per row only
         when asked (:meth:`Matches.rule`)."""
         out = Matches(view.n, self)
-        cand = view.candidates
-        for k, (kind, is_ok) in enumerate((("host", view.is_self), ("domain", None), ("subdomain", ~view.is_self))):
+        for k, kind in enumerate(("host", "domain", "subdomain")):
             values = self._sets.get(kind)
-            if values is not None and len(cand):
-                pos = values.lookup(cand)
-                out.assign(k, cand.row, pos, pos >= 0 if is_ok is None else (pos >= 0) & is_ok)
+            if values is None:
+                continue
+            # longest suffix first: the multi-label suffixes, then the last label where
+            # the list has one-label entries
+            for spans, is_self, last in ((view.candidates, view.is_self, False),
+                                         (view.last_labels, view.last_is_self, True)):
+                if not len(spans) or (last and not values.one_label):
+                    continue
+                pos = values.lookup(spans, one_label=last)
+                ok = pos >= 0
+                if kind == "host":
+                    ok &= is_self
+                elif kind == "subdomain":
+                    ok &= ~is_self
+                out.assign(k, spans.row, pos, ok)
         if "label" in self._sets and len(view.first_labels):
             labels = view.first_labels
             pos = self._sets["label"].lookup(labels)
@@ -351,16 +363,18 @@ class Matches:
             m[list(self.other)] = True
         return m
 
-    def describe(self, rows: np.ndarray, prefix: str = "") -> list[str]:
-        """``<prefix><kind>:<entry> (<file>:<line>)`` of each row's rule, built with Arrow
-        per kind (a block list drops many rows per batch)."""
-        out = np.full(len(rows), "", dtype=object)
+    def describe(self, rows: np.ndarray) -> pa.Array:
+        """``<kind>:<entry> (<file>:<line>)`` of each row's rule, built with Arrow per
+        kind (a block list drops many rows per batch)."""
         kinds = self.kind[rows]
-        for k in np.unique(kinds):
-            sel = np.flatnonzero(kinds == k)
+        found = np.unique(kinds)
+        parts: list[pa.Array] = []
+        order: list[np.ndarray] = []
+        for k in found:
+            sel = np.flatnonzero(kinds == k) if len(found) > 1 else np.arange(len(rows))
+            order.append(sel)
             if k < 0:
-                for j in sel.tolist():
-                    out[j] = prefix + self.other[int(rows[j])].describe()
+                parts.append(pa.array([self.other[int(rows[j])].describe() for j in sel.tolist()], pa.string()))
                 continue
             kind = _SET_KINDS[int(k)]
             values = self.matcher._sets[kind]
@@ -368,19 +382,22 @@ class Matches:
             vals = values.values.take(pa.array(pos)).cast(pa.string())
             pay = values.payload[pos] if values.payload is not None else np.full(len(pos), -1, np.int64)
             bulk = self.matcher._bulk
-            names = np.array([b.name for b in bulk] or [""], dtype=object)[np.maximum(pay, 0) >> 32]
-            origin = pc.binary_join_element_wise(pa.array(names, pa.string()), ":",
-                                                 pa.array(pay & 0xFFFFFFFF).cast(pa.string()), "")
+            names = pa.array([b.name for b in bulk] or [""], pa.string()).take(pa.array(np.maximum(pay, 0) >> 32))
+            desc = pc.binary_join_element_wise(f"{kind}:", vals, " (", names, ":",
+                                               pa.array(pay & 0xFFFFFFFF).cast(pa.string()), ")", "")
             ruled = np.flatnonzero(pay < 0)
             if len(ruled):                      # entries written as rules (few): origin from the rule
                 rules = self.matcher.rules[kind]
-                own = [rules[v].origin for v in vals.take(pa.array(ruled)).to_pylist()]
+                own = [rules[v].describe() for v in vals.take(pa.array(ruled)).to_pylist()]
                 mask = np.zeros(len(pay), dtype=bool)
                 mask[ruled] = True
-                origin = pc.replace_with_mask(origin, pa.array(mask), pa.array(own, pa.string()))
-            out[sel] = pc.binary_join_element_wise(f"{prefix}{kind}:", vals, " (", origin, ")", "").to_numpy(
-                zero_copy_only=False)
-        return out.tolist()
+                desc = pc.replace_with_mask(desc, pa.array(mask), pa.array(own, pa.string()))
+            parts.append(desc)
+        if len(parts) == 1:
+            return parts[0]
+        back = np.empty(len(rows), dtype=np.int64)
+        back[np.concatenate(order)] = np.arange(len(rows))
+        return pa.concat_arrays(parts).take(pa.array(back))
 
     def rule(self, row: int) -> Rule:
         if self.kind[row] < 0:
@@ -474,6 +491,16 @@ class StringSet:
         self.values = arr.take(pa.array(order))
         self.payload = payload[order] if payload is not None else None
         self.radix = RadixIndex(self.hashes)
+        # entries without a dot (a TLD, a dotless host; 4 of the 4.5M in UT1) get their own
+        # small index: every URL's last label is looked up there, not in the big one
+        dotless = (np.flatnonzero(~pc.match_substring(self.values, ".").to_numpy(zero_copy_only=False))
+                   if len(arr) else np.zeros(0, np.int64))
+        self._one_label = (RadixIndex(self.hashes[dotless]), dotless) if len(dotless) else None
+
+    @property
+    def one_label(self) -> bool:
+        """Whether an entry has no dot (only then are last labels looked up)."""
+        return self._one_label is not None
 
     def __len__(self) -> int:
         return len(self.hashes)
@@ -483,9 +510,16 @@ class StringSet:
         return int(self.hashes.nbytes + self.values.nbytes + self.radix.nbytes
                    + (self.payload.nbytes if self.payload is not None else 0))
 
-    def _positions(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, the position of its first equal entry, or -1."""
-        return self.radix.positions(hashes)
+    def _positions(self, hashes: np.ndarray, one_label: bool = False) -> np.ndarray:
+        """Per hash, the position of its first equal entry (of the dotless entries only
+        with ``one_label``), or -1."""
+        if not one_label:
+            return self.radix.positions(hashes)
+        if self._one_label is None:
+            return np.full(len(hashes), -1, dtype=np.int64)
+        radix, where = self._one_label
+        pos = radix.positions(hashes)
+        return np.where(pos >= 0, where[np.maximum(pos, 0)], -1)
 
     def value(self, k: int) -> str:
         return self.values[k].as_py()
@@ -493,12 +527,13 @@ class StringSet:
     def payload_of(self, k: int) -> int:
         return -1 if self.payload is None else int(self.payload[k])
 
-    def lookup(self, spans: "_Spans") -> np.ndarray:
-        """For each span, the position of the equal member, or -1. Hash hits are
-        confirmed by comparing the strings (vectorised); an unequal string under an equal
-        hash (a collision) is resolved in Python."""
+    def lookup(self, spans: "_Spans", *, one_label: bool = False) -> np.ndarray:
+        """For each span, the position of the equal member, or -1 (``one_label``: spans
+        without a dot, looked up among the dotless entries). Hash hits are confirmed by
+        comparing the strings (vectorised); an unequal string under an equal hash (a
+        collision) is resolved in Python."""
         hashes = spans.hashes
-        pos = self._positions(hashes)
+        pos = self._positions(hashes, one_label)
         hit = np.flatnonzero(pos >= 0)
         if not len(hit):
             return pos
@@ -526,8 +561,9 @@ class _Spans:
     end: np.ndarray
     row: np.ndarray
 
-    def __post_init__(self) -> None:
-        self.hashes = self.buf.hashes(self.start, self.end)
+    @functools.cached_property
+    def hashes(self) -> np.ndarray:
+        return self.buf.hashes(self.start, self.end)
 
     def __len__(self) -> int:
         return len(self.row)
@@ -614,26 +650,43 @@ class UrlView:
             hosts = pc.replace_with_mask(hosts, pa.array(slow), pa.array(vals, pa.string()))
         self.hosts = hosts
         h_off, h_data = _buffers(hosts)
-        buf = _Bytes(h_data, powers)
-        h_start, h_end = h_off[:-1], h_off[1:]
-        rows = np.arange(n)
-        self.host_spans = _Spans(buf, h_start, h_end, rows)
-        dots = np.flatnonzero(h_data == 46)
+        self._buf = buf = _Bytes(h_data, powers)
+        self._h_start, self._h_end = h_start, h_end = h_off[:-1], h_off[1:]
+        self._dots = dots = np.flatnonzero(h_data == 46)
         dot_row = np.searchsorted(h_start, dots, side="right") - 1
-        nonempty = np.flatnonzero(h_end > h_start)
-        c_row = np.concatenate([nonempty, dot_row])
-        c_start = np.concatenate([h_start[nonempty], dots + 1])
+        # every label suffix (a.b.c -> a.b.c, b.c, c): the multi-label ones in
+        # ``candidates`` (longest first per row), the last labels (TLDs, dotless hosts)
+        # apart: few lists have a one-label entry, so most lookups skip them
+        last = np.r_[dot_row[1:] != dot_row[:-1], True] if len(dots) else np.zeros(0, bool)
+        dotted = np.zeros(n, dtype=bool)
+        dotted[dot_row] = True
+        nonempty = h_end > h_start
+        heads = np.flatnonzero(nonempty & dotted)
+        c_row = np.concatenate([heads, dot_row[~last]])
+        c_start = np.concatenate([h_start[heads], dots[~last] + 1])
         # by position in the buffer = by row, then longest suffix first (both runs are
         # sorted already: a stable sort just merges them)
         order = np.argsort(c_start, kind="stable")
         c_row, c_start = c_row[order], c_start[order]
-        c_end = h_end[c_row]
-        ok = c_end > c_start
-        self.candidates = _Spans(buf, c_start[ok], c_end[ok], c_row[ok])
+        self.candidates = _Spans(buf, c_start, h_end[c_row], c_row)
         self.is_self = self.candidates.start == h_start[self.candidates.row]
-        first_dot = _first_at_or_after(dots, h_start, h_end)
+        bare = np.flatnonzero(nonempty & ~dotted)
+        l_row = np.concatenate([dot_row[last], bare])
+        l_start = np.concatenate([dots[last] + 1, h_start[bare]])
+        ok = h_end[l_row] > l_start                      # "a." was cut to "a"; "a.." keeps ""
+        self.last_labels = _Spans(buf, l_start[ok], h_end[l_row[ok]], l_row[ok])
+        self.last_is_self = self.last_labels.start == h_start[self.last_labels.row]
+
+    @functools.cached_property
+    def host_spans(self) -> _Spans:
+        return _Spans(self._buf, self._h_start, self._h_end, np.arange(self.n))
+
+    @functools.cached_property
+    def first_labels(self) -> _Spans:
+        h_start, h_end = self._h_start, self._h_end
+        first_dot = _first_at_or_after(self._dots, h_start, h_end)
         has = first_dot < h_end
-        self.first_labels = _Spans(buf, h_start[has], first_dot[has], rows[has])
+        return _Spans(self._buf, h_start[has], first_dot[has], np.flatnonzero(has))
 
 
 def _first_at_or_after(positions: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -786,14 +839,16 @@ class UrlFilter(FilterStage):
         b = blocked.mask if blocked is not None else no
         a = allowed.mask if allowed is not None else no
         drop = b & ~a
-        reasons = np.full(n, None, dtype=object)
-        rows = np.flatnonzero(drop)
-        if len(rows):
-            reasons[rows] = np.array(blocked.describe(rows, prefix="blocked|") + [None], dtype=object)[:-1]
-        reasons = reasons.tolist()
         no_host = (pc.binary_length(view.hosts).to_numpy(zero_copy_only=False) == 0)
-        if self.config.allow_only:
-            for i in map(int, np.flatnonzero(~a & ~drop)):
-                reasons[i] = "not_allowed|" + ("no url" if no_host[i] else view.hosts[i].as_py())
-            drop = drop | ~a
-        return ~drop, reasons, {"no_url": no_host.astype(np.int64), "allowed_over_block": (b & a).astype(np.int64)}
+        counters = {"no_url": no_host.astype(np.int64), "allowed_over_block": (b & a).astype(np.int64)}
+        if not self.config.allow_only:
+            rows = np.flatnonzero(drop)
+            return ~drop, Reasons("blocked", blocked.describe(rows) if len(rows) else None), counters
+        # allow_only: the blocked rows say which entry, the others which host had no allow entry
+        rows = np.flatnonzero(drop | ~a)
+        is_blocked = drop[rows]
+        detail = pc.if_else(pa.array(no_host[rows]), "no url", view.hosts.take(pa.array(rows)))
+        if is_blocked.any():
+            detail = pc.replace_with_mask(detail, pa.array(is_blocked), blocked.describe(rows[is_blocked]))
+        rule = pc.if_else(pa.array(is_blocked), "blocked", "not_allowed")
+        return ~(drop | ~a), Reasons(rule, detail), counters

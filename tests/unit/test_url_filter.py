@@ -87,3 +87,26 @@ def test_allow_only_and_config_errors(crawl_urls):
         datapipe.stage("url_filter", block_files=["/nonexistent/list.txt"])
     with pytest.raises(SpecError, match="not a URL rule"):
         datapipe.stage("url_filter", block=["/ads/*"])(pa.table({"url": ["http://a.b/"], "text": ["x"]}))
+
+
+def test_allow_only_names_blocked_and_unlisted_hosts_apart(crawl_urls):
+    # one batch with both reasons: blocked rows name the entry, the others their host
+    kept, rejects = datapipe.stage("url_filter", allow=["allenai.org"], allow_only=True,
+                                   block=["=homes.cs.washington.edu", "org"])(
+        pa.table({"url": crawl_urls + ["http://localhost/"], "text": ["x"] * (len(crawl_urls) + 1)}))
+    got = dict(zip(rejects.column("url").to_pylist(),
+                   zip(rejects.column("reject_reason").to_pylist(), rejects.column("reject_detail").to_pylist())))
+    hosts = {u: u.split("/")[2].lower().removeprefix("www.").split(":")[0] for u in crawl_urls}
+    assert {h for u, h in hosts.items() if u not in got} >= {"allenai.org"}
+    for u, h in hosts.items():
+        if h == "homes.cs.washington.edu":
+            assert got[u] == ("url_filter:blocked", "host:homes.cs.washington.edu (block[0])")
+        elif h.endswith("allenai.org"):
+            assert u not in got                                   # allowed (over the one-label "org")
+        elif h.endswith(".org"):
+            assert got[u] == ("url_filter:blocked", "domain:org (block[1])")
+        else:
+            assert got[u] == ("url_filter:not_allowed", h)
+    assert got["http://localhost/"] == ("url_filter:not_allowed", "localhost")
+    assert any(h == "homes.cs.washington.edu" for h in hosts.values())
+    assert any(h.endswith(".org") and not h.endswith("allenai.org") for h in hosts.values())
