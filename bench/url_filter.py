@@ -11,7 +11,7 @@ as ``xn--`` already); 10% the worst case. Block list: datatrove's bundled UT1
 domain list (4.5M real domains) when datatrove is installed, else one built from the
 crawl's host labels and the IANA TLDs. CPU seconds (``time.process_time``), best of 3.
 
-    .venv/bin/python bench/url_filter.py [--urls 1000000] [--batch 8192] [--idn-share 0.01 0.1]
+    .venv/bin/python bench/url_filter.py [--urls 1000000] [--batch 8192] [--job-batch 256] [--idn-share 0.01 0.1]
 """
 
 from __future__ import annotations
@@ -128,6 +128,9 @@ def main() -> None:
     ap.add_argument("--idn-share", type=float, nargs="+", default=[0.01, 0.10],
                     help="share of URLs with an IDN (Unicode) TLD; one mix per value (default: 1%% realistic, "
                          "10%% worst case)")
+    ap.add_argument("--job-batch", type=int, default=256,
+                    help="also time the stage once in batches of this many rows, a job's default "
+                         "execution.batch_rows (0: skip)")
     ap.add_argument("--built-list", action="store_true",
                     help="a 200k-domain list built from crawl labels, not datatrove's 4.5M-domain UT1 list")
     from bench import _smoke  # the repository is on sys.path (above)
@@ -145,10 +148,10 @@ def main() -> None:
           "(first run, cold caches, in brackets; baseline 1 run); measured under whatever load the machine has")
     print(f"{'':52} {'CPU s':>8} {'(cold)':>8} {'URLs/s':>12} {'blocked':>9}")
     for share in args.idn_share:
-        _mix(_urls(args.urls, text, share), share, matcher, domains, args.batch)
+        _mix(_urls(args.urls, text, share), share, matcher, domains, args.batch, args.job_batch)
 
 
-def _mix(urls: list[str], share: float, matcher: Matcher, domains: set[str], batch: int) -> None:
+def _mix(urls: list[str], share: float, matcher: Matcher, domains: set[str], batch: int, job_batch: int) -> None:
     batches = [pa.array(urls[i:i + batch], pa.string()) for i in range(0, len(urls), batch)]
     # a fresh stage per mix: its per-stage caches (IDNA per distinct host) start empty
     stage = UrlFilter(UrlFilterConfig(block=["example.invalid"]))
@@ -168,11 +171,19 @@ def _mix(urls: list[str], share: float, matcher: Matcher, domains: set[str], bat
         return sum(sum(st.docs_in - st.docs_out for st in stage.process(t)[1].values()) for t in tables)
 
     t_stage, dropped, cold_stage = _best(ours_stage)
+    small = None
+    if job_batch and job_batch != batch:
+        # the same stage in a job's default batches (execution.batch_rows): per-batch costs
+        # (a few hundred Arrow/numpy calls, the engine's marks and stats) dominate there
+        parts = [t.slice(i, job_batch) for t in tables for i in range(0, t.num_rows, job_batch)]
+        small, _, _ = _best(lambda: sum(sum(st.docs_in - st.docs_out for st in stage.process(t)[1].values())
+                                        for t in parts), repeat=1)
     t_match, hits, cold_match = _best(ours_matcher)
     t_base, base, _ = _best(lambda: _baseline(urls, domains), repeat=1)
     n = len(urls)
     idn = sum(not u.split("/", 3)[2].isascii() for u in urls)
     rows = [("url_filter stage (parse, match, reject marks, url_tag)", t_stage, cold_stage, dropped),
+            *([(f"  same stage in batches of {job_batch} (1 run)", small, None, None)] if small else []),
             ("  of which matcher (hosts, suffix hash lookup)", t_match, cold_match, hits),
             ("baseline: urllib.parse + set over suffixes", t_base, None, int(base.sum()))]
     try:

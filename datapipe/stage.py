@@ -406,9 +406,11 @@ def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: st
         return batch
     rows = np.asarray(rows, dtype=np.int64)
     reason_col = batch.column(S.REJECT_REASON)
-    taken = pc.is_valid(reason_col).to_numpy(zero_copy_only=False)
-    order = np.argsort(rows, kind="stable")
-    srt = rows[order]
+    ascending = bool((rows[1:] > rows[:-1]).all())   # the usual case: no sort, no row named twice
+    order = np.arange(len(rows)) if ascending else np.argsort(rows, kind="stable")
+    srt = rows if ascending else rows[order]
+    taken = (pc.is_valid(reason_col).to_numpy(zero_copy_only=False) if reason_col.null_count < batch.num_rows
+             else np.zeros(batch.num_rows, dtype=bool))
     again = np.r_[False, srt[1:] == srt[:-1]]        # a row named twice: dropped by the first
     bad = taken[srt] | again
     if bad.any():
@@ -419,10 +421,10 @@ def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: st
     mask = np.zeros(batch.num_rows, dtype=bool)
     mask[rows] = True
     mask = pa.array(mask)
-    pick = pa.array(order)
+    pick = None if ascending else pa.array(order)
     for col, values in ((S.REJECT_STAGE, pa.nulls(len(rows), pa.string()).fill_null(stage)),
-                        (S.REJECT_REASON, _strings(reasons).take(pick)),
-                        (S.REJECT_DETAIL, _strings(details).take(pick))):
+                        (S.REJECT_REASON, _strings(reasons) if ascending else _strings(reasons).take(pick)),
+                        (S.REJECT_DETAIL, _strings(details) if ascending else _strings(details).take(pick))):
         old = batch.column(col)
         old = (old.combine_chunks() if isinstance(old, pa.ChunkedArray) else old).cast(pa.string())
         batch = batch.set_column(batch.schema.get_field_index(col), col, pc.replace_with_mask(old, mask, values))

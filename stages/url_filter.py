@@ -572,15 +572,6 @@ class _Spans:
         return self.buf.text(int(self.start[j]), int(self.end[j]))
 
 
-# byte classes of the URL delimiters (found by byte compares, classed here): 1 ends a host
-# (/?#:), 2 starts the path (/?#), 4 is "@"
-_DELIM = np.zeros(256, dtype=np.uint8)
-_DELIM[list(b"/?#")] = 3
-_DELIM[ord(":")] = 1
-_DELIM[ord("@")] = 4
-_DELIM.setflags(write=False)
-
-
 class UrlView:
     """A batch's URLs parsed once, with numpy over the Arrow buffers: normalised hosts
     (lower case, no userinfo/port/trailing dot/``www.``, IDNA), every label suffix of
@@ -600,13 +591,18 @@ class UrlView:
         # host start: after "://" when it comes within the first 16 bytes, else the URL start
         sep = pc.find_substring(self.urls, "://").to_numpy(zero_copy_only=False).astype(np.int64)
         hs = starts + np.where((sep >= 0) & (sep <= 16), sep + 3, 0)
-        # one pass over the bytes (byte compares: ~5x faster than a table lookup)
-        marks = np.flatnonzero((data == 47) | (data == 63) | (data == 35) | (data == 58) | (data == 64))
-        kinds = _DELIM[data[marks]]
-        he = _first_at_or_after(marks[(kinds & 1) > 0], hs, ends)
-        pe = _first_at_or_after(marks[(kinds & 2) > 0], hs, ends)
-        at = _first_at_or_after(marks[kinds == 4], hs, ends)
-        odd = at < pe                                    # userinfo@: the regex path
+        # the host ends at the first / ? # or : after its start (byte compares: ~5x faster
+        # than a table lookup)
+        marks = np.flatnonzero((data == 47) | (data == 63) | (data == 35) | (data == 58))
+        he = _first_at_or_after(marks, hs, ends)
+        odd = np.zeros(n, dtype=bool)
+        ats = np.flatnonzero(data == 64)
+        if len(ats):                                     # an "@" before the path: userinfo, the regex path
+            at = _first_at_or_after(ats, hs, ends)
+            rows = np.flatnonzero(at < ends)
+            if len(rows):
+                path = marks[data[marks] != 58]
+                odd[rows] = at[rows] < _first_at_or_after(path, hs[rows], ends[rows])
         if len(data):
             odd |= (he > hs) & (data[np.minimum(hs, len(data) - 1)] == 91)   # [IPv6]
         slow = odd.copy()
@@ -631,23 +627,7 @@ class UrlView:
         if len(high):                                    # non-ASCII hosts: IDNA
             slow[np.searchsorted(h_off[:-1], high, side="right") - 1] = True
         if slow.any():
-            idx = np.flatnonzero(slow)
-            vals = hosts.take(pa.array(idx)).to_pylist()
-            url_list = self.urls
-            seen = {} if idna is None else idna          # raw host -> normalised, across batches
-            if len(seen) > _IDNA_CACHE:
-                seen.clear()
-            labels: dict[str, str] = {}
-            for j, r in enumerate(idx.tolist()):
-                if odd[r]:
-                    vals[j] = split_url(url_list[r].as_py(), labels)[0]
-                else:                                    # non-ASCII host: IDNA, once per distinct host
-                    h = vals[j]
-                    got = seen.get(h)
-                    if got is None:
-                        got = seen[h] = normalize_host(h, labels)
-                    vals[j] = got
-            hosts = pc.replace_with_mask(hosts, pa.array(slow), pa.array(vals, pa.string()))
+            hosts = self._slow_hosts(hosts, slow, odd, idna)
         self.hosts = hosts
         h_off, h_data = _buffers(hosts)
         self._buf = buf = _Bytes(h_data, powers)
@@ -689,6 +669,36 @@ class UrlView:
         return _Spans(self._buf, h_start[has], first_dot[has], np.flatnonzero(has))
 
 
+    def _slow_hosts(self, hosts: pa.Array, slow: np.ndarray, odd: np.ndarray,
+                    idna: dict[str, str] | None) -> pa.Array:
+        """``hosts`` with the ``slow`` rows normalised in Python: URLs with userinfo or an
+        IPv6 literal (``odd``) through :func:`split_url`, non-ASCII hosts through IDNA once
+        per distinct host (``idna``: raw host -> normalised, the caller's, across batches)."""
+        seen = {} if idna is None else idna
+        if len(seen) > _IDNA_CACHE:
+            seen.clear()
+        labels: dict[str, str] = {}
+        rows = np.flatnonzero(slow & ~odd)
+        parts = []
+        if len(rows):
+            enc = hosts.take(pa.array(rows)).dictionary_encode()
+            norm = []
+            for h in enc.dictionary.to_pylist():
+                got = seen.get(h)
+                if got is None:
+                    got = seen[h] = normalize_host(h, labels)
+                norm.append(got)
+            parts.append(pa.array(norm, pa.string()).take(enc.indices))
+        odd_rows = np.flatnonzero(odd)
+        if len(odd_rows):
+            parts.append(pa.array([split_url(self.urls[r].as_py(), labels)[0] for r in odd_rows.tolist()], pa.string()))
+            rows = np.concatenate([rows, odd_rows])
+        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
+        if len(parts) > 1:
+            values = values.take(pa.array(np.argsort(rows, kind="stable")))
+        return pc.replace_with_mask(hosts, pa.array(slow), values)
+
+
 def _first_at_or_after(positions: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """Per row, the first of the sorted ``positions`` in ``[start, end)``, else ``end``."""
     if not len(positions):
@@ -714,7 +724,8 @@ def _gather(data: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> pa.Array:
     off = np.zeros(len(lens) + 1, dtype=np.int64)
     np.cumsum(lens, out=off[1:])
     total = int(off[-1])
-    idx = np.arange(total, dtype=np.int64) + np.repeat(starts.astype(np.int64) - off[:-1], lens)
+    it = np.int32 if len(data) < 2**31 else np.int64      # half the index traffic when it fits
+    idx = np.arange(total, dtype=it) + np.repeat((starts - off[:-1]).astype(it), lens)
     buf = data[idx] if total else np.zeros(0, np.uint8)
     if total < 2**31:
         return pa.StringArray.from_buffers(len(lens), pa.py_buffer(off.astype(np.int32)), pa.py_buffer(buf))
