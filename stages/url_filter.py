@@ -382,7 +382,8 @@ class Matches:
             vals = values.values.take(pa.array(pos)).cast(pa.string())
             pay = values.payload[pos] if values.payload is not None else np.full(len(pos), -1, np.int64)
             bulk = self.matcher._bulk
-            names = pa.array([b.name for b in bulk] or [""], pa.string()).take(pa.array(np.maximum(pay, 0) >> 32))
+            names = (pa.scalar(bulk[0].name if bulk else "", pa.string()) if len(bulk) <= 1 else
+                     pa.array([b.name for b in bulk], pa.string()).take(pa.array(np.maximum(pay, 0) >> 32)))
             desc = pc.binary_join_element_wise(f"{kind}:", vals, " (", names, ":",
                                                pa.array(pay & 0xFFFFFFFF).cast(pa.string()), ")", "")
             ruled = np.flatnonzero(pay < 0)
@@ -445,7 +446,10 @@ class _Bytes:
         pw, self.inv = (powers or _Powers()).upto(total)
         with np.errstate(over="ignore"):
             self.acc = np.zeros(total + 1, dtype=np.uint64)
-            np.cumsum((data.astype(np.uint64) + np.uint64(1)) * pw[:-1], out=self.acc[1:])
+            term = data.astype(np.uint64)
+            term += np.uint64(1)
+            term *= pw[:-1]
+            np.cumsum(term, out=self.acc[1:])
 
     def hashes(self, start: np.ndarray, end: np.ndarray) -> np.ndarray:
         with np.errstate(over="ignore"):
@@ -617,19 +621,19 @@ class UrlView:
                 www = ((he - hs >= 4) & (data[i] | 32 == 119) & (data[i + 1] | 32 == 119)
                        & (data[i + 2] | 32 == 119) & (data[i + 3] == 46))
                 hs = hs + 4 * www
+        high = np.flatnonzero(data >= 128)
+        if len(high):                                    # non-ASCII hosts: IDNA
+            r = np.searchsorted(starts, high, side="right") - 1
+            slow[r[(high >= hs[r]) & (high < he[r])]] = True
+        if slow.any():                                   # normalised in Python, appended to the buffer
+            data, hs, he = self._slow_hosts(data, hs, he, slow, odd, idna)
         hosts = _gather(data, hs, he)
         h_off, h_data = _buffers(hosts)
         upper = (h_data >= 65) & (h_data <= 90)
         if upper.any():
             h_data = h_data + upper.astype(np.uint8) * np.uint8(32)
             hosts = pa.StringArray.from_buffers(n, hosts.buffers()[1], pa.py_buffer(h_data))
-        high = np.flatnonzero(h_data >= 128)
-        if len(high):                                    # non-ASCII hosts: IDNA
-            slow[np.searchsorted(h_off[:-1], high, side="right") - 1] = True
-        if slow.any():
-            hosts = self._slow_hosts(hosts, slow, odd, idna)
         self.hosts = hosts
-        h_off, h_data = _buffers(hosts)
         self._buf = buf = _Bytes(h_data, powers)
         self._h_start, self._h_end = h_start, h_end = h_off[:-1], h_off[1:]
         self._dots = dots = np.flatnonzero(h_data == 46)
@@ -669,11 +673,13 @@ class UrlView:
         return _Spans(self._buf, h_start[has], first_dot[has], np.flatnonzero(has))
 
 
-    def _slow_hosts(self, hosts: pa.Array, slow: np.ndarray, odd: np.ndarray,
-                    idna: dict[str, str] | None) -> pa.Array:
-        """``hosts`` with the ``slow`` rows normalised in Python: URLs with userinfo or an
-        IPv6 literal (``odd``) through :func:`split_url`, non-ASCII hosts through IDNA once
-        per distinct host (``idna``: raw host -> normalised, the caller's, across batches)."""
+    def _slow_hosts(self, data: np.ndarray, hs: np.ndarray, he: np.ndarray, slow: np.ndarray, odd: np.ndarray,
+                    idna: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The ``slow`` rows' hosts normalised in Python: URLs with userinfo or an IPv6
+        literal (``odd``) through :func:`split_url`, non-ASCII hosts through IDNA once per
+        distinct host (``idna``: raw host -> normalised, the caller's, across batches).
+        Returns the buffer with their bytes appended and the host spans pointing there, so
+        that one gather builds every host."""
         seen = {} if idna is None else idna
         if len(seen) > _IDNA_CACHE:
             seen.clear()
@@ -681,7 +687,7 @@ class UrlView:
         rows = np.flatnonzero(slow & ~odd)
         parts = []
         if len(rows):
-            enc = hosts.take(pa.array(rows)).dictionary_encode()
+            enc = _gather(data, hs[rows], he[rows]).dictionary_encode()
             norm = []
             for h in enc.dictionary.to_pylist():
                 got = seen.get(h)
@@ -693,10 +699,11 @@ class UrlView:
         if len(odd_rows):
             parts.append(pa.array([split_url(self.urls[r].as_py(), labels)[0] for r in odd_rows.tolist()], pa.string()))
             rows = np.concatenate([rows, odd_rows])
-        values = pa.concat_arrays(parts) if len(parts) > 1 else parts[0]
-        if len(parts) > 1:
-            values = values.take(pa.array(np.argsort(rows, kind="stable")))
-        return pc.replace_with_mask(hosts, pa.array(slow), values)
+        values = _plain(pa.concat_arrays(parts) if len(parts) > 1 else parts[0])
+        v_off, v_data = _buffers(values)
+        hs, he = hs.copy(), he.copy()
+        hs[rows], he[rows] = len(data) + v_off[:-1], len(data) + v_off[1:]
+        return np.concatenate([data, v_data]), hs, he
 
 
 def _first_at_or_after(positions: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
