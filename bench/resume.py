@@ -107,7 +107,6 @@ def main() -> None:
     from bench import _smoke
 
     args = _smoke.parse(ap, {"mb": 2})
-    sys.path.insert(0, str(REPO))
     from datapipe.plan import split_refs
     from datapipe.spec import load_job
 

@@ -370,8 +370,7 @@ class BatchStage(Stage):
             arr = pa.array(picked, pa.string())
         except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError):
             arr = pa.array([str(r) if r else None for r in picked], pa.string())
-        arr = pc.fill_null(pc.if_else(pc.equal(arr, ""), pa.scalar(None, pa.string()), arr), "unspecified")
-        parts = pc.extract_regex(arr, r"(?s)^(?P<rule>[^|]*)(?:\|(?P<detail>.*))?$")
+        parts = pc.extract_regex(_or_unspecified(arr), r"(?s)^(?P<rule>[^|]*)(?:\|(?P<detail>.*))?$")
         return (pc.binary_join_element_wise(f"{self.name}:", parts.field("rule"), ""),
                 _no_empty(parts.field("detail")))
 
@@ -386,12 +385,17 @@ class BatchStage(Stage):
         rule = _strings(reasons.rule)
         if len(rule) != k:
             raise AssertionError(f"stage {self.name}: {len(rule)} reasons for {k} dropped documents")
-        rule = pc.fill_null(pc.if_else(pc.equal(rule, ""), pa.scalar(None, pa.string()), rule), "unspecified")
-        return pc.binary_join_element_wise(f"{self.name}:", rule, ""), _no_empty(detail)
+        return pc.binary_join_element_wise(f"{self.name}:", _or_unspecified(rule), ""), _no_empty(detail)
 
 
 def _no_empty(values: pa.Array) -> pa.Array:
+    """Empty strings as nulls."""
     return pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
+
+
+def _or_unspecified(reasons: pa.Array) -> pa.Array:
+    """An empty or missing reason is ``unspecified``."""
+    return pc.fill_null(_no_empty(reasons), "unspecified")
 
 
 def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: str, reasons: Sequence[str],
@@ -421,10 +425,11 @@ def mark_rejects(batch: pa.Table, rows: Sequence[int] | np.ndarray, *, stage: st
     mask = np.zeros(batch.num_rows, dtype=bool)
     mask[rows] = True
     mask = pa.array(mask)
-    pick = None if ascending else pa.array(order)
+    reasons, details = _strings(reasons), _strings(details)
+    if not ascending:
+        reasons, details = reasons.take(pa.array(order)), details.take(pa.array(order))
     for col, values in ((S.REJECT_STAGE, pa.nulls(len(rows), pa.string()).fill_null(stage)),
-                        (S.REJECT_REASON, _strings(reasons) if ascending else _strings(reasons).take(pick)),
-                        (S.REJECT_DETAIL, _strings(details) if ascending else _strings(details).take(pick))):
+                        (S.REJECT_REASON, reasons), (S.REJECT_DETAIL, details)):
         old = batch.column(col)
         old = (old.combine_chunks() if isinstance(old, pa.ChunkedArray) else old).cast(pa.string())
         batch = batch.set_column(batch.schema.get_field_index(col), col, pc.replace_with_mask(old, mask, values))

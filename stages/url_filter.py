@@ -672,7 +672,6 @@ class UrlView:
         has = first_dot < h_end
         return _Spans(self._buf, h_start[has], first_dot[has], np.flatnonzero(has))
 
-
     def _slow_hosts(self, data: np.ndarray, hs: np.ndarray, he: np.ndarray, slow: np.ndarray, odd: np.ndarray,
                     idna: dict[str, str] | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The ``slow`` rows' hosts normalised in Python: URLs with userinfo or an IPv6
