@@ -29,6 +29,7 @@ import argparse
 import hashlib
 import json
 import logging
+import math
 import os
 import sys
 import threading
@@ -69,6 +70,9 @@ class MixSource:
             return
         if isinstance(self.weight, bool) or not isinstance(self.weight, (int, float)):
             raise SpecError(f"source {self.manifest}: weight {self.weight!r} must be a number > 0")
+        if not math.isfinite(self.weight):  # YAML's .nan / .inf are floats, but no token fraction
+            raise SpecError(f"source {self.manifest}: weight {self.weight!r} is not a finite number; give the "
+                            "source a positive token fraction (e.g. 0.3), or remove it from the mix")
         if not self.weight > 0:
             raise SpecError(f"source {self.manifest}: weight {self.weight:g} must be > 0: give the "
                             "source a positive token fraction, or remove it from the mix")
@@ -92,8 +96,9 @@ class PhaseSpec:
         if not self.weights:
             raise SpecError(f"phase {self.name!r}: weights is empty; give at least one source a weight > 0")
         for src, w in self.weights.items():
-            if isinstance(w, bool) or not isinstance(w, (int, float)) or w < 0:
-                raise SpecError(f"phase {self.name!r}: weight of {src!r} is {w!r}; it must be a number >= 0")
+            if isinstance(w, bool) or not isinstance(w, (int, float)) or not math.isfinite(w) or w < 0:
+                raise SpecError(f"phase {self.name!r}: weight of {src!r} is {w!r}; it must be a finite number >= 0 "
+                                "(a token fraction, e.g. 0.3; 0 or leaving the source out: not read in this phase)")
         if not any(w > 0 for w in self.weights.values()):
             raise SpecError(f"phase {self.name!r}: every weight is 0; give at least one source a weight > 0")
         if self.tokens is not None and self.tokens < 1:
