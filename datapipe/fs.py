@@ -21,6 +21,7 @@ locally it writes a temporary file and renames it. Folder commits live in
 from __future__ import annotations
 
 import configparser
+import errno
 import contextlib
 import dataclasses
 import fnmatch
@@ -31,6 +32,7 @@ import logging
 import os
 import re
 import shutil
+import stat as stat_
 import tempfile
 import uuid
 from dataclasses import dataclass, field
@@ -351,11 +353,17 @@ def stat(uri: str, storage: StorageOptions | None = None) -> FileStat:
     return FileStat(int(info.size), info.mtime_ns)
 
 
-def list_files(uri: str, storage: StorageOptions | None = None, *, max_depth: int | None = None) -> list[str]:
+def list_files(uri: str, storage: StorageOptions | None = None, *, max_depth: int | None = None,
+               entries: bool = False) -> list[str]:
     """Every file below folder ``uri`` (at most ``max_depth`` folders down), sorted; local
-    symlinks followed without looping, each real file once (first path in sorted order)."""
+    symlinks followed without looping, each real file once (first path in sorted order).
+
+    ``entries=True`` (how a job's inputs are listed): locally, also every entry that is
+    not a readable file (a FIFO, socket, device, dangling link) and every link to a
+    folder outside ``uri``, which is listed and not entered, so the input layer can
+    refuse each by name (:mod:`datapipe.readers.inputs`); nothing outside ``uri`` is walked."""
     if is_local(uri):
-        return _walk_local(local_path(uri), max_depth)
+        return _walk_local(local_path(uri), max_depth, entries=entries)
     fs, path = resolve(uri, storage)
     # pyarrow's selector has no depth limit: one level, or everything (callers filter)
     sel = pafs.FileSelector(path, recursive=max_depth is None or max_depth > 0, allow_not_found=True)
@@ -373,10 +381,16 @@ def list_dir(uri: str, storage: StorageOptions | None = None) -> list[str]:
     return sorted(i.base_name for i in infos)
 
 
-def _walk_local(root: str, max_depth: int | None = None) -> list[str]:
+def _under(real: str, root_real: str) -> bool:
+    return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
+
+
+def _walk_local(root: str, max_depth: int | None = None, *, entries: bool = False) -> list[str]:
     seen_dirs: set[str] = set()
     seen_files: set[str] = set()
     out = []
+    odd = []
+    root_real = os.path.realpath(root)
     base = root.rstrip(os.sep).count(os.sep)
     for folder, dirs, files in os.walk(root, followlinks=True):
         real = os.path.realpath(folder)
@@ -384,21 +398,30 @@ def _walk_local(root: str, max_depth: int | None = None) -> list[str]:
             dirs[:] = []
             continue
         seen_dirs.add(real)
-        dirs.sort()
-        dirs[:] = [d for d in dirs if os.path.realpath(os.path.join(folder, d)) not in seen_dirs]
+        keep = []
+        for d in sorted(dirs):
+            p = os.path.join(folder, d)
+            real_d = os.path.realpath(p)
+            if entries and not _under(real_d, root_real):
+                odd.append(p)   # a link out of the inputs: named, never walked
+            elif real_d not in seen_dirs:
+                keep.append(d)
+        dirs[:] = keep
         if max_depth is not None and folder.rstrip(os.sep).count(os.sep) - base >= max_depth:
             dirs[:] = []
         for name in sorted(files):
             p = os.path.join(folder, name)
             if os.path.isfile(p):
                 out.append(p)
+            elif entries:
+                odd.append(p)
     result = []
     for p in sorted(out):
         real = os.path.realpath(p)
         if real not in seen_files:
             seen_files.add(real)
             result.append(p)
-    return result
+    return sorted(result + odd)
 
 
 def glob_root(pattern: str) -> str:
@@ -437,7 +460,7 @@ def _pattern_regex(pattern: str) -> re.Pattern[str]:
     return re.compile(rx + r"\Z", re.S)
 
 
-def glob(pattern: str, storage: StorageOptions | None = None) -> list[str]:
+def glob(pattern: str, storage: StorageOptions | None = None, *, entries: bool = False) -> list[str]:
     """Files matching ``pattern`` (``*``, ``?``, ``[..]``; ``**`` = any depth), sorted.
 
     Locally, symlinked folders are followed once (loops are safe) and a file reached
@@ -453,7 +476,7 @@ def glob(pattern: str, storage: StorageOptions | None = None) -> list[str]:
     segments = [p for p in rel_pattern.split("/") if p]
     depth = None if "**" in segments else len(segments) - 1
     out = []
-    for f in list_files(root, storage, max_depth=depth):
+    for f in list_files(root, storage, max_depth=depth, entries=entries):
         rel = relative(f, root)
         if is_local(root):
             rel = rel.replace(os.sep, "/")
@@ -462,15 +485,20 @@ def glob(pattern: str, storage: StorageOptions | None = None) -> list[str]:
     return out
 
 
-def expand(pattern: str, storage: StorageOptions | None = None) -> list[str]:
+def expand(pattern: str, storage: StorageOptions | None = None, *, entries: bool = False) -> list[str]:
     """The files one input names, sorted: a glob's matches (``**`` = any depth), every
     file below a folder, or the file itself; ``[]`` when it names nothing. How a job's
-    ``paths`` and the model trainers' inputs are both expanded."""
+    ``paths`` and the model trainers' inputs are both expanded; ``entries``: see
+    :func:`list_files`."""
     if has_magic(pattern):
-        return glob(pattern, storage)
+        return glob(pattern, storage, entries=entries)
     if is_dir(pattern, storage):
-        return list_files(pattern, storage)
-    return [pattern] if is_file(pattern, storage) else []
+        return list_files(pattern, storage, entries=entries)
+    if is_file(pattern, storage):
+        return [pattern]
+    if entries and is_local(pattern) and os.path.lexists(local_path(pattern)):
+        return [pattern]   # a FIFO or a dangling link named directly: refused by name when read
+    return []
 
 
 def real_key(uri: str) -> str:
@@ -486,6 +514,48 @@ def open_input(uri: str, storage: StorageOptions | None = None) -> BinaryIO:
         return open(local_path(uri), "rb", buffering=_BUFFER)
     fs, path = resolve(uri, storage)
     return io.BufferedReader(fs.open_input_file(path), buffer_size=_BUFFER)  # type: ignore[return-value]
+
+
+class NotRegularFile(OSError):
+    """A local path names a FIFO, device, socket or folder, not a regular file."""
+
+    def __init__(self, path: str, kind: str) -> None:
+        super().__init__(f"{path} is {kind}, not a regular file")
+        self.kind = kind
+
+
+def _kind(mode: int) -> str:
+    for test, kind in ((stat_.S_ISFIFO, "a FIFO"), (stat_.S_ISCHR, "a character device"),
+                       (stat_.S_ISBLK, "a block device"), (stat_.S_ISSOCK, "a socket"),
+                       (stat_.S_ISDIR, "a folder"), (stat_.S_ISLNK, "a symlink")):
+        if test(mode):
+            return kind
+    return "a special file"
+
+
+def open_regular(path: str) -> BinaryIO:
+    """A local regular file opened for reading, never anything else: the last component
+    is not followed if it is a link (``O_NOFOLLOW``), and a FIFO or device is opened
+    non-blocking, seen by ``fstat`` and refused (:class:`NotRegularFile`) before a byte
+    is read, so it cannot hang the caller. The input layer's primitive
+    (:mod:`datapipe.readers.inputs`)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:   # the last component became a link
+            raise NotRegularFile(path, "a symlink") from None
+        raise
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat_.S_ISREG(mode):
+            raise NotRegularFile(path, _kind(mode))
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=_BUFFER)   # type: ignore[return-value]
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 def arrow_input(uri: str, storage: StorageOptions | None = None) -> Any:

@@ -54,7 +54,8 @@ from datapipe.stage import FormatterStage, GlobalStage, RewriteFilterStage, Stag
 
 Registry = Mapping[str, type[Stage]]
 
-TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards", "storage"}
+TOP_KEYS = {"name", "output", "on_error", "sources", "stages", "execution", "output_options", "shards", "storage",
+            "limits"}
 # characters that cannot appear in a source name: it names a folder (source=<name>) and a shard file
 _BAD_NAME_CHARS = set('/\\=:*?"<>|') | {chr(c) for c in range(32)}
 SOURCE_KEYS = {"name", "format", "paths", "options"}
@@ -160,6 +161,7 @@ class JobSpec:
     output_options: OutputSpec = field(default_factory=OutputSpec)
     shards: Any = None              # the ``shards:`` options of the stage with a sink (Stage.SinkOptions)
     storage: fs.StorageOptions = fs.DEFAULT   # how URIs are reached; never hashed (may name a profile)
+    limits: Any = None              # datapipe.readers.inputs.InputLimits: what one input may cost
 
     def canonical(self) -> dict[str, Any]:
         """A JSON view that identifies the job's logic and inputs, independent of where
@@ -182,6 +184,9 @@ class JobSpec:
             "output_options": to_plain(self.output_options),
             "max_doc_bytes": self.execution.max_doc_bytes,
             "shards": to_plain(self.shards) if self.shards is not None else None,
+            # budgets decide which inputs are rejects; hashed only when set, so a job
+            # without a limits: block keeps the hash it always had
+            **({"limits": to_plain(self.limits)} if self.limits is not None else {}),
         }
 
     def spec_hash(self) -> str:
@@ -281,7 +286,7 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str,
         fs.check_scheme(pat, where=f"{where}: paths")
         full = fs.absolute(pat, str(base))
         try:
-            matches = fs.expand(full, storage)
+            matches = fs.expand(full, storage, entries=True)
             root = (fs.glob_root(full) if fs.has_magic(full) else
                     full if fs.is_dir(full, storage) else fs.parent(full))
         except OSError as exc:
@@ -297,10 +302,22 @@ def _resolve_files(patterns: list[str], *, base: Path, where: str,
     root = _common_root(roots) if roots else str(base)
     if fs.is_local(root) and os.path.isfile(root):
         root = os.path.dirname(root)
+    # what the input layer confines this source's reads to: the real path of each
+    # pattern's root (a folder named through a link is that folder)
+    confine = tuple(dict.fromkeys(fs.real_key(r) for r in roots))
     files = []
     for p in sorted(seen.values()):
-        files.append(InputFile(path=p, rel=fs.relative(p, root), size=fs.stat(p, storage).size, storage=storage))
+        files.append(InputFile(path=p, rel=fs.relative(p, root), size=_entry_size(p, storage), storage=storage,
+                               roots=confine))
     return files, root
+
+
+def _entry_size(path: str, storage: fs.StorageOptions) -> int:
+    """A listed input's size; 0 for an entry the input layer will refuse when it is read
+    (a dangling link, a link out of the inputs, a FIFO): listing never opens it."""
+    if fs.is_local(path) and not os.path.isfile(path):
+        return 0
+    return fs.stat(path, storage).size
 
 
 @contextlib.contextmanager
@@ -396,6 +413,7 @@ def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Re
     unexpanded, raw = raw, _expand(raw, subs)
     _check_top_level(raw, path)
     execution = build(ExecutionSpec, raw.get("execution"), where=f"{path}: execution")
+    limits = _limits(raw, path)
     output_options = build(OutputSpec, raw.get("output_options"), where=f"{path}: output_options")
     storage = fs.storage_from_mapping(raw.get("storage"), where=str(path)).capture()
     out = _output(raw, output, path, spec_dir)
@@ -405,9 +423,19 @@ def load_job(path: str | os.PathLike, *, output: str | None = None, registry: Re
     _check_output_is_safe(out, spec_dir, sources, path, storage)
     job = JobSpec(name=raw["name"], path=str(path), output=out, on_error=raw.get("on_error", "skip"),
                   sources=tuple(sources), stages=tuple(stages), execution=execution,
-                  output_options=output_options, shards=shards, storage=storage)
+                  output_options=output_options, shards=shards, storage=storage, limits=limits)
     check_chain(job, registry)
     return job
+
+
+def _limits(raw: dict, path: Path) -> Any:
+    """The ``limits:`` block (:class:`~datapipe.readers.inputs.InputLimits`), or None
+    when the spec has none (the defaults)."""
+    if raw.get("limits") is None:
+        return None
+    from datapipe.readers.inputs import InputLimits
+
+    return build(InputLimits, raw["limits"], where=f"{path}: limits")
 
 
 def _check_top_level(raw: dict, path: Path) -> None:
@@ -584,7 +612,7 @@ def reader_for_source(job: JobSpec, src: SourceSpec):
 
     cls = src.reader if src.reader is not None else reader_for(src.format)
     return cls(source=src.name, options=src.options, on_error=job.on_error,
-                               batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes)
+               batch_rows=job.execution.batch_rows, max_doc_bytes=job.execution.max_doc_bytes, limits=job.limits)
 
 
 def check_chain(job: JobSpec, registry: Registry) -> None:

@@ -45,6 +45,7 @@ from datapipe.errors import FULL_DISK, DatapipeError, JobError
 from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
+from datapipe.readers.base import read_split
 from datapipe.stage import mark_rejects
 
 #: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
@@ -195,7 +196,7 @@ def _read(reader: Any, schema: pa.Schema, ref: SplitRef, stats: ST.SplitStats, d
     seen: dict[str, str] = {}
     offset = 0
     t0 = time.perf_counter()
-    for table in reader.read(ref.split):
+    for table in read_split(reader, ref.split):
         table = _mark_duplicate_ids(S.conform(table, schema), seen)
         table = _apply_decisions(table, drops, offset, "read")
         if ids is not None:

@@ -15,7 +15,7 @@ hung worker:
 * ``not_html`` – a binary payload (PDF, image, archive, control bytes; detail says
   which) or text without any HTML markup;
 * ``timeout`` – decoding + extraction took longer than ``timeout_s`` (see
-  :mod:`stages._deadline` for how the limit is enforced in the main thread and in
+  :mod:`datapipe.deadline` for how the limit is enforced in the main thread and in
   Ray's actor threads);
 * ``empty`` – trafilatura found no main text (or the row has neither raw nor text);
 * ``failed`` – trafilatura raised (detail: the exception type).
@@ -43,7 +43,7 @@ from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
 from stages import _html
 from datapipe.stage import Rewrite, RewriteFilterStage
-from stages._deadline import DocumentTimeout, deadline
+from datapipe.deadline import DocumentTimeout, deadline
 
 log = logging.getLogger(__name__)
 

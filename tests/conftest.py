@@ -16,6 +16,10 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 
+# A reader's unexpected exception is a bug: raise it in tests instead of turning it into a
+# counted reject (users get the reject). Set before any Ray starts, so workers inherit it.
+os.environ["DATAPIPE_STRICT_READERS"] = "1"
+
 
 def _shared_dir() -> Path:
     return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared")).resolve()

@@ -73,9 +73,12 @@ def strip_compression(name: str) -> str:
     return name
 
 
-def compression_of(path: str, storage: Any = None) -> str | None:
+def compression_of(path: str, storage: Any = None, *, head: bytes | None = None) -> str | None:
     """``"gzip"``, ``"zstd"``, ``"bz2"``, ``"xz"`` or ``None`` (plain), from the extension,
-    else the magic bytes; ``"unsupported:<what>"`` for a compression datapipe cannot read."""
+    else the magic bytes (``head``, the file's first bytes; read from ``path`` when
+    ``storage`` is given and ``head`` is not); ``"unsupported:<what>"`` for a compression
+    datapipe cannot read. Readers ask :meth:`datapipe.readers.inputs.Input.compression`,
+    which reads the magic bytes through the confined open."""
     low = path.lower()
     for ext, comp in COMPRESSIONS.items():
         if low.endswith(ext):
@@ -83,11 +86,14 @@ def compression_of(path: str, storage: Any = None) -> str | None:
     for ext, what in _UNSUPPORTED_EXT.items():
         if low.endswith(ext):
             return f"unsupported:{what}"
-    try:
-        with fs.open_input(path, storage) as fh:
-            head = fh.read(6)
-    except OSError:
-        return None  # the real open reports it
+    if head is None:
+        if storage is None:
+            return None
+        try:
+            with fs.open_input(path, storage) as fh:
+                head = fh.read(6)
+        except OSError:
+            return None  # the real open reports it
     if head.startswith(GZIP_MAGIC):
         return "gzip"
     if head.startswith(ZSTD_MAGIC):
@@ -165,12 +171,27 @@ class _ZstdRaw(io.RawIOBase):
 
 
 def open_binary(path: str, compression: str | None, storage: Any = None) -> BinaryIO:
-    """A buffered binary stream of the (decompressed) file content; supports readline."""
+    """A buffered binary stream of the (decompressed) content of a file datapipe wrote
+    itself (rejects, reports). Input files are opened through the input layer
+    (:mod:`datapipe.readers.inputs`), never with this."""
+    if compression is not None and compression.startswith("unsupported:"):
+        decompress(None, compression)
+    raw = fs.open_input(path, storage)
+    try:
+        return decompress(raw, compression)
+    except BaseException:
+        raw.close()
+        raise
+
+
+def decompress(raw: Any, compression: str | None) -> BinaryIO:
+    """``raw`` (a binary stream of stored bytes) as a buffered stream of its decompressed
+    content; supports readline. Each decompressor checks its stream's end: a cut or
+    damaged stream raises when it is reached (:func:`classify` names it)."""
     if compression is not None and compression.startswith("unsupported:"):
         raise FileCorrupt("unsupported_compression",
                           f"{compression.split(':', 1)[1]} compression is not supported; decompress the file "
                           "or recompress it as gzip, zstd, bz2 or xz")
-    raw = fs.open_input(path, storage)
     if compression is None:
         return raw
     if compression == "gzip":
@@ -181,7 +202,6 @@ def open_binary(path: str, compression: str | None, storage: Any = None) -> Bina
         return bz2.BZ2File(raw, mode="rb")  # type: ignore[return-value]
     if compression == "xz":
         return lzma.LZMAFile(raw, mode="rb")  # type: ignore[return-value]
-    raw.close()
     raise ValueError(f"unknown compression {compression!r}")
 
 

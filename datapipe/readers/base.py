@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import zlib
 from dataclasses import dataclass
 from typing import Any, ClassVar, Iterator, Mapping, NamedTuple, Sequence
@@ -39,6 +40,7 @@ from datapipe import schema as S
 from datapipe.config import build
 from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers._streams import FileCorrupt, classify
+from datapipe.readers.inputs import DEFAULT_LIMITS, Input, InputLimits
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +123,9 @@ class InputFile:
     rel: str
     size: int
     storage: Any = None   # datapipe.fs.StorageOptions: how to reach ``path`` when it is a URI
+    #: the declared input roots (real paths, or object-store prefixes) the input layer
+    #: confines every read for this file to; ``()``: the folder ``rel`` is relative to
+    roots: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -299,6 +304,7 @@ class Reader:
         on_error: str = "skip",
         batch_rows: int = 1000,
         max_doc_bytes: int = 16 << 20,
+        limits: InputLimits | None = None,
     ) -> None:
         if not isinstance(source, str) or not source:
             raise SpecError(f"reader source must be a non-empty string, got {source!r}")
@@ -313,6 +319,14 @@ class Reader:
         self.on_error = on_error
         self.batch_rows = batch_rows
         self.max_doc_bytes = max_doc_bytes
+        if limits is not None and not isinstance(limits, InputLimits):
+            raise SpecError(f"limits must be an InputLimits, got {limits!r}")
+        self.limits = limits if limits is not None else DEFAULT_LIMITS
+
+    def input(self, f: InputFile) -> Input:
+        """``f`` through the input layer: the only way a reader reaches its bytes
+        (confined to the declared inputs, regular files only, under ``limits``)."""
+        return Input.of(f, self.limits)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(source={self.source!r}, options={self.options!r})"
@@ -363,8 +377,10 @@ class Reader:
         for f in split.files:
             start, end = (split.start, split.end) if ranged else (0, None)
             try:
-                if start == 0 and fs.stat(f.path, f.storage).size == 0:
-                    raise FileCorrupt("empty_file", "the file has 0 bytes")
+                if start == 0:
+                    self.input(f).check()   # refused (outside the inputs, a FIFO...) before anything is read
+                    if fs.stat(f.path, f.storage).size == 0:
+                        raise FileCorrupt("empty_file", "the file has 0 bytes")
                 for rec in self._records(f, start, end):
                     if isinstance(rec, pa.Table):  # a vectorised reader's ready batch
                         table = rows.flush()
@@ -375,8 +391,11 @@ class Reader:
                     table = rows.add(rec)
                     if table is not None:
                         yield table
-            except _FILE_ERRORS as exc:
-                reason, detail = classify(exc, self._compression(f))
+            except (*_FILE_ERRORS, Exception) as exc:
+                if not isinstance(exc, _FILE_ERRORS) and strict():
+                    raise
+                reason, detail = (classify(exc, self._compression(f)) if isinstance(exc, _FILE_ERRORS)
+                                  else ("reader_error", _error_detail(exc)))
                 if self.on_error == "fail":
                     raise CorruptInputError(f.path, f"read:{reason}", detail) from exc
                 log.warning("source %s: skipping the rest of %s: read:%s (%s)",
@@ -414,6 +433,49 @@ class Reader:
         if more:
             return f"larger than max_doc_bytes ({self.max_doc_bytes} bytes); not read further"
         return f"{n} bytes > max_doc_bytes ({self.max_doc_bytes})"
+
+
+#: set (to anything but ``0``) to let an unexpected exception out of a reader instead of
+#: turning it into a reject: the test suite sets it, so a reader's bug fails tests loudly
+#: while users get a counted reject naming the file
+STRICT_ENV = "DATAPIPE_STRICT_READERS"
+
+
+def strict() -> bool:
+    return os.environ.get(STRICT_ENV, "0") not in ("", "0")
+
+
+def _error_detail(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:500]
+
+
+def read_split(reader: Reader, split: ReadSplit) -> Iterator[pa.Table]:
+    """The reader boundary: ``reader.read(split)`` where nothing a reader raises on data
+    reaches the user as a traceback. A :class:`FileCorrupt` (the input layer's refusals
+    included) or any other exception ends the split with one ``read:<reason>`` reject
+    row per file of the split not yet finished (``reader_error`` for an exception the
+    reader did not classify), or, under ``on_error: fail``, one
+    :class:`~datapipe.errors.CorruptInputError` naming the file. Rows already handed
+    over stay counted. With :data:`STRICT_ENV` set, an unclassified exception is
+    raised (a reader bug)."""
+    try:
+        yield from reader.read(split)
+    except CorruptInputError:
+        raise
+    except (FileCorrupt, Exception) as exc:
+        if not isinstance(exc, FileCorrupt) and strict():
+            raise
+        reason, detail = (exc.reason, exc.detail) if isinstance(exc, FileCorrupt) else ("reader_error", _error_detail(exc))
+        first = split.files[0]
+        if reader.on_error == "fail":
+            raise CorruptInputError(first.path, f"read:{reason}", detail) from exc
+        log.warning("source %s: split of %s ended early: read:%s (%s)", reader.source,
+                    ", ".join(f.rel for f in split.files[:3]), reason, detail)
+        key = f"!{reason}" + (f"@{split.start}" if split.start else "")
+        rows = [reject(f"{f.rel}{key}", f.rel, reason, f"{detail} (reading split of {len(split.files)} file(s); "
+                       "rows already read are kept)") for f in split.files]
+        table = _Rows(reader.source, max(1, len(rows)))._table(rows)
+        yield table
 
 
 def byte_ranges(size: int, split_bytes: int) -> list[tuple[int, int | None, int]]:

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from typing import Iterator
 
 from datapipe.errors import SpecError
-from datapipe.readers._streams import FileCorrupt, compression_of, open_binary, read_upto
+from datapipe.readers._streams import FileCorrupt
+from datapipe.readers.inputs import read_upto
 from datapipe.readers.base import InputFile, Rec, Reader, reject
 from datapipe.readers.textsplit import check_split_options, read_split_file
 
@@ -52,11 +53,12 @@ class HtmlOptions:
 
 class _WholeFileReader(Reader):
     def _compression(self, f: InputFile) -> str | None:
-        return compression_of(f.path, f.storage)
+        return self.input(f).compression()
 
     def _payload(self, f: InputFile) -> bytes | Rec:
-        comp = compression_of(f.path, f.storage)
-        with open_binary(f.path, comp, f.storage) as fh:
+        src = self.input(f)
+        comp = src.compression()
+        with src.open(compression=comp) as fh:
             data = read_upto(fh, self.max_doc_bytes + 1)
             if len(data) > self.max_doc_bytes:
                 # The rest is not read: a compressed file's full size stays unknown.

@@ -111,14 +111,14 @@ class HfReader(ParquetReader):
         except (pa.ArrowException, OSError) as exc:
             raise FileCorrupt("corrupt_arrow", str(exc)) from exc
 
-    @staticmethod
-    def _arrow_batches(f: InputFile) -> Iterator[pa.RecordBatch]:
+    def _arrow_batches(self, f: InputFile) -> Iterator[pa.RecordBatch]:
+        src = self.input(f)
         try:
-            yield from pa.ipc.open_stream(fs.arrow_input(f.path, f.storage))
+            yield from pa.ipc.open_stream(src.arrow_source())
             return
         except pa.ArrowInvalid:
             pass
-        reader = pa.ipc.open_file(fs.arrow_input(f.path, f.storage))
+        reader = pa.ipc.open_file(src.arrow_source())
         for i in range(reader.num_record_batches):
             yield reader.get_batch(i)
 

@@ -52,7 +52,7 @@ import pyarrow as pa
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers.base import InputFile, KeyOptions, Reader, ReadSplit
+from datapipe.readers.base import InputFile, KeyOptions, Reader, ReadSplit, read_split
 from datapipe.readers.registry import ReaderRegistry, guess_format, reader_class, reader_registry
 from datapipe.stage import Stage
 
@@ -233,7 +233,7 @@ def iter_documents(
         reader: Reader = cls(source=_SOURCE, options=_options(cls, path, text_key, keep, text_split),
                              on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
         f = InputFile(path=path, rel=path, size=fs.stat(path, storage).size, storage=storage)
-        for table in reader.read(ReadSplit((f,))):
+        for table in read_split(reader, ReadSplit((f,))):
             for stage in stages:
                 table, _ = stage.process(table)
             yield from _documents(table, path, fields, stats)

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from datapipe.readers._streams import FileCorrupt, compression_of, open_binary
+from datapipe.readers._streams import FileCorrupt
 from datapipe.readers.base import InputFile, KeyOptions, Rec, Reader, byte_ranges, metadata_json, reject
 
 _BOM = b"\xef\xbb\xbf"
@@ -62,19 +62,20 @@ class JsonlReader(Reader):
     suffixes = (".jsonl", ".json", ".ndjson")
 
     def _compression(self, f: InputFile) -> str | None:
-        return compression_of(f.path, f.storage)
+        return self.input(f).compression()
 
     def _ranges(self, f: InputFile, split_bytes: int):
-        if compression_of(f.path, f.storage) is not None:
+        if self.input(f).compression() is not None:
             return None
         return byte_ranges(f.size, split_bytes)
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
-        comp = compression_of(f.path, f.storage)
+        src = self.input(f)
+        comp = src.compression()
         if comp is not None and (start or end is not None):
             raise ValueError(f"{f.path}: a compressed file cannot be read from a byte range")
         limit = self.max_doc_bytes + 1
-        with open_binary(f.path, comp, f.storage) as fh:
+        with src.open(compression=comp) as fh:
             pos = start
             if start > 0:
                 fh.seek(start - 1)

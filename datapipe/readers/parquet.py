@@ -19,10 +19,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from datapipe import fs
 from datapipe import schema as S
 from datapipe.readers._streams import FileCorrupt
 from datapipe.readers.base import InputFile, KeyOptions, Reader, escape_name, metadata_json
+from datapipe.readers.inputs import Input
 from datapipe.readers.jsonl import get_field
 
 
@@ -34,10 +34,8 @@ class ParquetOptions(KeyOptions):
     dotted paths into struct columns, or ``all``)."""
 
 
-def _open(f: InputFile) -> pq.ParquetFile:
-    source = fs.arrow_input(f.path, f.storage)
-    if isinstance(source, str) and escape_name(source) != source:
-        source = fs.open_input(f.path, f.storage)   # a name pyarrow cannot encode: hand it an open file
+def _open(src: Input) -> pq.ParquetFile:
+    source = src.arrow_source()
     try:
         return pq.ParquetFile(source)
     except (pa.ArrowException, OSError) as exc:
@@ -51,8 +49,8 @@ class ParquetReader(Reader):
 
     def _ranges(self, f: InputFile, split_bytes: int):
         try:
-            md = pq.read_metadata(fs.arrow_input(f.path, f.storage))
-        except (pa.ArrowException, OSError):
+            md = pq.read_metadata(self.input(f).arrow_source())
+        except (pa.ArrowException, OSError, FileCorrupt):
             return None  # read() reports the corrupt file
         ranges: list[tuple[int, int | None, int]] = []
         first, acc = 0, 0
@@ -70,7 +68,7 @@ class ParquetReader(Reader):
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[pa.Table]:
         opts = self.options
-        pf = _open(f)
+        pf = _open(self.input(f))
         md = pf.metadata
         names = pf.schema_arrow.names
         for what, key in (("text_key", opts.text_key), ("id_key", opts.id_key), ("url_key", opts.url_key)):

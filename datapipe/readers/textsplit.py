@@ -30,7 +30,6 @@ import re
 from typing import Iterable, Iterator
 
 from datapipe.errors import SpecError
-from datapipe.readers._streams import compression_of, open_binary
 from datapipe.readers.base import Rec, reject
 
 SPLITS = ("paragraphs", "lines", "regex")
@@ -167,7 +166,7 @@ def read_split_file(reader, f) -> Iterator:
     utf8 = codecs.lookup(enc).name == "utf-8"
     limit = reader.max_doc_bytes
     last = 0
-    with open_binary(f.path, compression_of(f.path)) as fh:
+    with reader.input(f).open() as fh:
         lines = io.TextIOWrapper(fh, encoding="utf-8-sig" if utf8 else enc, errors="strict", newline="")
         try:
             for first, col, text in split_text(lines, split=opts.split, pattern=opts.pattern,

@@ -44,7 +44,6 @@ reject.
 from __future__ import annotations
 
 import contextlib
-import gzip
 import io
 import logging
 import re
@@ -54,7 +53,6 @@ from typing import Any, Iterator, Sequence
 
 from warcio.archiveiterator import ArchiveIterator
 
-from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.readers._streams import GZIP_MAGIC, FileCorrupt, read_upto, strip_compression
@@ -261,7 +259,8 @@ class WarcReader(Reader):
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
         arc = is_arc(f.path)
         seen = [0]  # records consumed so far (any type)
-        with fs.open_input(f.path, f.storage) as fh:
+        src = self.input(f)
+        with src.open_raw() as fh:
             gz = fh.read(2) == GZIP_MAGIC
             size = fh.seek(0, io.SEEK_END)
             pos: int | None = start
@@ -297,7 +296,7 @@ class WarcReader(Reader):
         # read it member by member. Read the decompressed stream instead (offsets are then
         # positions in the decompressed data); no other split finds a member start in it.
         log.info("%s is not member-per-record gzip; reading it as one stream", f.path)
-        with gzip.GzipFile(fileobj=fs.open_input(f.path, f.storage), mode="rb") as stream:
+        with src.open(compression="gzip") as stream:
             it = _QuietIterator(stream, arc2warc=arc)
             yield from self._iterate(f, it, False, arc, None, seen[0], [0])
 

@@ -16,7 +16,7 @@ import trafilatura
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
 from stages import _html
-from stages._deadline import DocumentTimeout, deadline
+from datapipe.deadline import DocumentTimeout, deadline
 from stages.extract import Extract, ExtractConfig
 
 
