@@ -144,24 +144,117 @@ def _check_keys(values: Mapping[str, Any], fields: Mapping[str, Any], where: str
             raise SpecError(f"{where}: unknown key {key!r}{hint} (valid keys: {valid})")
 
 
+#: YAML nodes a user file may expand to once every alias is followed (a job spec holds
+#: hundreds; a "billion laughs" alias bomb of a few hundred bytes, billions)
+YAML_NODE_BUDGET = 1_000_000
+#: how deep a user file's mappings and lists may nest (a job spec: under 10)
+YAML_DEPTH_BUDGET = 100
+#: bytes of a user YAML file (a job spec is a few KB; a mix lists its sources)
+YAML_BYTES_BUDGET = 16 << 20
+
+
 def load_yaml_mapping(path: Any, *, what: str, keys: Any, missing: str = "") -> dict:
     """Read a YAML file that must hold a mapping (a job spec, a mix, a config); every
     problem is a :class:`SpecError` naming the file and, for a missing file, ``missing``
-    (how to get one)."""
+    (how to get one). The file is parsed by :func:`load_yaml_text`, within its budgets."""
     from pathlib import Path
-
-    import yaml
 
     path = Path(path)
     if not path.is_file():
         raise SpecError(f"{what} not found: {path}" + (f"; {missing}" if missing else ""))
+    if path.stat().st_size > YAML_BYTES_BUDGET:
+        raise SpecError(f"{path}: {path.stat().st_size:,} bytes is too large for a {what} (at most "
+                        f"{YAML_BYTES_BUDGET:,}); is it the right file?")
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except yaml.YAMLError as e:
-        raise SpecError(f"{path}: not valid YAML: {e}") from None
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        line = path.read_bytes()[:e.start].count(b"\n") + 1
+        raise SpecError(f"{path}: line {line} is not UTF-8 ({e.reason}); save the file as UTF-8") from None
+    raw = load_yaml_text(text, where=str(path))
     if not isinstance(raw, dict):
         raise SpecError(f"{path}: a {what} is a YAML mapping with keys {sorted(keys)}")
     return raw
+
+
+def load_yaml_text(text: str, *, where: str) -> Any:
+    """``yaml.safe_load`` of an untrusted file, within a budget: the composed node graph
+    is measured before any Python object is built, so an alias bomb or a self-referencing
+    alias is a :class:`SpecError` naming ``where`` (in well under a second, in bounded
+    memory) instead of hours of expansion later (:data:`YAML_NODE_BUDGET`,
+    :data:`YAML_DEPTH_BUDGET`)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        # the scanner and parser slow down with the nesting depth (quadratically in all), so
+        # the depth is refused while scanning, before the parser goes deeper
+        def fetch_more_tokens(self) -> None:
+            super().fetch_more_tokens()
+            if self.flow_level + len(self.indents) > YAML_DEPTH_BUDGET:
+                raise SpecError(f"{where}: the YAML nests more than {YAML_DEPTH_BUDGET} levels of mappings and "
+                                f"lists (line {self.get_mark().line + 1}); flatten it")
+
+    loader = Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check_yaml_budget(node, where)
+        return loader.construct_document(node)
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark or e.context_mark
+        at = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        what = " ".join(p for p in (e.context, e.problem) if p)
+        raise SpecError(f"{where}: not valid YAML{at}: {what}") from None
+    except yaml.YAMLError as e:
+        raise SpecError(f"{where}: not valid YAML: {' '.join(str(e).split())}") from None
+    except RecursionError:
+        raise SpecError(f"{where}: the YAML nests too deeply (more than {YAML_DEPTH_BUDGET} levels of "
+                        "mappings and lists); flatten it") from None
+    finally:
+        loader.dispose()
+
+
+def _check_yaml_budget(root: Any, where: str) -> None:
+    """Refuse a node graph that expands to more than :data:`YAML_NODE_BUDGET` nodes,
+    nests deeper than :data:`YAML_DEPTH_BUDGET`, or holds an alias to one of its own
+    ancestors. Each distinct node is visited once (iteratively), its expanded size and
+    depth memoised, so the check costs the size of the file, not of its expansion."""
+    import yaml
+
+    size: dict[int, int] = {}
+    depth: dict[int, int] = {}
+    on_path: set[int] = set()
+    stack: list[tuple[Any, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if isinstance(node, yaml.ScalarNode):
+            size[key], depth[key] = 1, 0
+            continue
+        children = ([n for pair in node.value for n in pair] if isinstance(node, yaml.MappingNode)
+                    else list(node.value))
+        if done:
+            on_path.discard(key)
+            size[key] = min(1 + sum(size[id(c)] for c in children), YAML_NODE_BUDGET + 1)
+            depth[key] = 1 + max((depth[id(c)] for c in children), default=0)
+            if size[key] > YAML_NODE_BUDGET:
+                raise SpecError(f"{where}: the YAML expands to more than {YAML_NODE_BUDGET:,} values once its "
+                                f"aliases (*name) are followed (near line {node.start_mark.line + 1}); an alias "
+                                "bomb? Write the values out, or use fewer nested aliases")
+            if depth[key] > YAML_DEPTH_BUDGET:
+                raise SpecError(f"{where}: the YAML nests more than {YAML_DEPTH_BUDGET} levels of mappings and "
+                                f"lists (near line {node.start_mark.line + 1}); flatten it")
+            continue
+        if key in size:
+            continue
+        on_path.add(key)
+        stack.append((node, True))
+        for c in children:
+            if id(c) in on_path:
+                raise SpecError(f"{where}: an alias refers to a mapping or list that contains it (near line "
+                                f"{c.start_mark.line + 1}), so it never ends; write the value out")
+            if id(c) not in size:
+                stack.append((c, False))
 
 
 def to_plain(obj: Any) -> Any:

@@ -1,0 +1,154 @@
+"""Hostile job specs and stage inputs (issue #35, "Inputs are untrusted"): each is a
+one-line error at ``datapipe validate`` naming the value and the fix, or a counted reject
+at run time; never a traceback, a hang or unbounded memory."""
+
+from __future__ import annotations
+
+import textwrap
+import time
+import tracemalloc
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+import datapipe
+from datapipe.cli import main
+from datapipe.errors import SpecError
+from datapipe.plugins import stage_registry
+from datapipe.spec import load_job
+
+
+def _job(tmp_path: Path, *, options: str = "{text_key: text}", stages: str = "  - normalize: {}\n",
+         head: str = "") -> Path:
+    data = tmp_path / "data"
+    data.mkdir(exist_ok=True)
+    (data / "a.jsonl").write_text('{"text": "hello world", "url": "http://example.com/"}\n')
+    spec = tmp_path / "job.yaml"
+    spec.write_text(head + textwrap.dedent("""\
+        name: t
+        output: out
+        sources:
+          - name: docs
+            format: jsonl
+            paths: [data/*.jsonl]
+            options: OPTIONS
+        stages:
+        """).replace("OPTIONS", options) + stages)
+    return spec
+
+
+def _validate(spec: Path, capsys) -> str:
+    """``datapipe validate SPEC``: it must fail with exit code 2 and one line, no traceback."""
+    assert main(["validate", str(spec)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("datapipe: error: ") and "\n" not in err and "Traceback" not in err, err
+    return err
+
+
+# -- 1. YAML --------------------------------------------------------------------------------
+
+def _alias_bomb(levels: int = 9, width: int = 9, indent: int = 6) -> str:
+    """Anchors ``&a<i> [*a<i-1>, ...]``: ``width ** levels`` strings from a few hundred bytes."""
+    lines = ["_a0: &a0 [" + ", ".join(['"lol"'] * width) + "]"]
+    lines += [f"_a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * width) + "]" for i in range(1, levels + 1)]
+    return "".join("\n" + " " * indent + line for line in lines)
+
+
+def test_alias_bomb_under_source_options_is_refused_fast_in_bounded_memory(tmp_path, capsys):
+    spec = _job(tmp_path, options=_alias_bomb())
+    assert spec.stat().st_size < 1000
+    registry = stage_registry()   # imported before the clock starts
+    tracemalloc.start()
+    t0 = time.perf_counter()
+    try:
+        with pytest.raises(SpecError, match="expands to more than 1,000,000 values once its aliases"):
+            load_job(spec, registry=registry)
+        seconds = time.perf_counter() - t0
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert seconds < 2.0, seconds
+    assert peak < 50e6, peak
+    err = _validate(spec, capsys)
+    assert str(spec) in err and "alias bomb" in err
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("loop: &x [1, *x]\n", "an alias refers to a mapping or list that contains it"),
+    ("loop: &x {a: *x}\n", "an alias refers to a mapping or list that contains it"),
+    ("deep: " + "[" * 100_000 + "]" * 100_000 + "\n", "nests more than 100 levels"),
+    ("deep:\n" + "".join(" " * i + "- \n" for i in range(1, 3000)), "nests more than 100 levels"),
+    # depth from aliases, without indentation: &d1 [*d0], &d2 [*d1], ...
+    ("".join(f"d{i}: &d{i} [{f'*d{i - 1}' if i else 1}]\n" for i in range(150)), "nests more than 100 levels"),
+])
+def test_self_referencing_or_too_deep_yaml_is_a_spec_error(tmp_path, capsys, body, expected):
+    spec = _job(tmp_path, head=body)
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError, match=expected):
+        load_job(spec)
+    assert time.perf_counter() - t0 < 2.0
+    assert expected in _validate(spec, capsys)
+
+
+def test_broken_yaml_is_one_line_naming_line_and_column(tmp_path, capsys):
+    spec = _job(tmp_path, options="{text_key: [text}")
+    assert f"{spec}: not valid YAML at line 7, column " in _validate(spec, capsys)
+
+
+def test_yaml_that_is_not_utf8_names_the_line(tmp_path, capsys):
+    spec = _job(tmp_path)
+    spec.write_bytes(spec.read_bytes().replace(b"name: t\n", b"name: t\n# caf\xe9\n"))
+    err = _validate(spec, capsys)
+    assert f"{spec}: line 2 is not UTF-8" in err and "save the file as UTF-8" in err
+
+
+def test_ordinary_aliases_still_load(tmp_path):
+    spec = _job(tmp_path, stages="  - length: &len {min_chars: 3}\n"
+                                 "  - {stage: length, name: length_again, config: *len}\n")
+    assert [s.config.min_chars for s in load_job(spec).stages] == [3, 3]
+
+
+def test_mix_manifest_goes_through_the_same_guard(tmp_path):
+    from trainer_bridge.mix import load_mix
+
+    mix = tmp_path / "mix.yaml"
+    mix.write_text("name: m\nsources:" + _alias_bomb(indent=2) + "\n")
+    t0 = time.perf_counter()
+    with pytest.raises(SpecError, match="alias bomb"):
+        load_mix(mix)
+    assert time.perf_counter() - t0 < 2.0
+
+
+# -- 2. filter_expr ------------------------------------------------------------------------
+
+def _filter_expr_spec(tmp_path: Path, expr: str) -> Path:
+    return _job(tmp_path, stages=f"  - filter_expr: {{keep: '{expr}'}}\n")
+
+
+@pytest.mark.parametrize("expr,expected", [
+    ("not " * 5000 + "True", "nests more than 100 levels deep"),
+    ("-" * 50_000 + "1 > 0", "nests more than 100 levels deep"),
+    ("len(text) > 99999999999999999999999999",
+     "the integer 99999999999999999999999999 in 'len(text) > 99999999999999999999999999' does not fit 64 bits"),
+    ("len(text) in [1, 99999999999999999999]", "the integer 99999999999999999999"),
+    ("len(text) > -9223372036854775809", "the integer -9223372036854775809"),
+    ("text in [1, \"a\"]", "mixes types"),
+    ("len(text) > 0 or " + "x " * 60_000, "at most 100,000"),
+])
+def test_hostile_expressions_are_one_line_errors_at_validate(tmp_path, capsys, expr, expected):
+    spec = _filter_expr_spec(tmp_path, expr)
+    t0 = time.perf_counter()
+    err = _validate(spec, capsys)
+    assert time.perf_counter() - t0 < 5.0
+    assert expected in err and "filter_expr" in err
+    assert len(err) < 1000   # the expression is cut short in the message
+
+
+def test_edge_literals_that_fit_still_work():
+    t = pa.table({"text": ["hello world", "x"]})
+    for expr, kept in [("len(text) > -9223372036854775808", 2), ("len(text) < 9223372036854775807", 2),
+                       ("len(text) < 1e400", 2), ("len(text) > -1e400", 2), ("len(text) > 1e400", 0),
+                       ("not " * 90 + "len(text) > 1", 1)]:
+        out, _ = datapipe.stage("filter_expr", keep=expr)(t)
+        assert out.num_rows == kept, expr
