@@ -17,12 +17,13 @@ The expression is parsed once with :mod:`ast` and only an allow-list of nodes is
 accepted (no attribute access but ``metadata.<field>``, no calls but the functions in
 :data:`FUNCTIONS`, no subscripts, lambdas or comprehensions); it compiles to a tree of
 ``pyarrow.compute`` calls evaluated on whole batches. Nothing is ever passed to
-``eval``.
+``eval``. An expression nested more than :data:`MAX_DEPTH` levels deep or longer than
+:data:`MAX_CHARS` characters is refused at validate, like any other mistake.
 
 Grammar (Python's syntax, a subset):
 
-* literals: strings, numbers, ``True``/``False``/``None``; lists/tuples of literals
-  (right side of ``in``);
+* literals: strings, numbers (integers within 64 bits), ``True``/``False``/``None``;
+  lists/tuples of literals of one kind (right side of ``in``);
 * ``and``, ``or``, ``not``; ``==  !=  <  <=  >  >=`` (chains allowed), ``in`` / ``not
   in`` a list, ``is None`` / ``is not None``;
 * ``+ - * /`` and unary minus on numbers;
@@ -80,14 +81,46 @@ FUNCTIONS: dict[str, tuple[int, Callable[..., Value] | None]] = {
 }
 
 
+#: how deep an expression may nest (each level is a few Python frames when it is built and
+#: when it runs; ``not not ... x`` 5000 deep would exhaust the interpreter's stack)
+MAX_DEPTH = 100
+#: characters of an expression (a long ``in [...]`` list fits; a pasted file does not)
+MAX_CHARS = 100_000
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
 def _literal(node: ast.AST, expr: str) -> Any:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (str, int, float, bool, type(None))):
+    value = _number(node)
+    if value is None and isinstance(node, ast.Constant) and isinstance(node.value, (str, bool, type(None))):
         return node.value
-    if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) \
-            and isinstance(node.operand.value, (int, float)) and not isinstance(node.operand.value, bool):
-        return -node.operand.value
-    raise SpecError(f"filter_expr: {ast.unparse(node)!r} in {expr!r} must be a literal (string, number, True, "
+    if value is not None:
+        if isinstance(value, int) and not _INT64[0] <= value <= _INT64[1]:
+            raise SpecError(f"filter_expr: the integer {ast.unparse(node)} in {_short(expr)} does not fit 64 bits "
+                            f"({_INT64[0]} .. {_INT64[1]}), the type of the columns it is compared with; "
+                            "write it as a float (1e26) if a bound that large is meant")
+        return value
+    raise SpecError(f"filter_expr: {ast.unparse(node)!r} in {_short(expr)} must be a literal (string, number, True, "
                     "False, None)")
+
+
+def _number(node: ast.AST) -> int | float | None:
+    """The value of a number literal, or of a negated one (``-3``), else None."""
+    negate = isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub)
+    if negate:
+        node = node.operand
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float)) and not isinstance(node.value, bool):
+        return -node.value if negate else node.value
+    return None
+
+
+def _depth(tree: ast.AST) -> int:
+    """How deep ``tree`` nests (iteratively: the tree may be deeper than the stack)."""
+    deepest, stack = 0, [(tree, 1)]
+    while stack:
+        node, d = stack.pop()
+        deepest = max(deepest, d)
+        stack.extend((c, d + 1) for c in ast.iter_child_nodes(node))
+    return deepest
 
 
 @dataclass(frozen=True)
@@ -103,15 +136,24 @@ class Compiled:
 def compile_expr(expr: str) -> Compiled:
     """Parse ``expr`` with the allow-list above; a node outside it is a SpecError naming
     it and what is allowed."""
+    if len(expr) > MAX_CHARS:
+        raise SpecError(f"filter_expr: the expression is {len(expr):,} characters (at most {MAX_CHARS:,}); "
+                        "for long lists of values use a stage made for them (url_filter lists, a plugin)")
+    too_deep = SpecError(f"filter_expr: {_short(expr)} nests more than {MAX_DEPTH} levels deep; write it "
+                         "flatter (not not x is x; a and b and c needs no parentheses)")
     try:
         tree = ast.parse(expr.strip(), mode="eval")
     except SyntaxError as exc:
-        raise SpecError(f"filter_expr: cannot parse {expr!r}: {exc.msg} (at column {exc.offset})") from None
+        raise SpecError(f"filter_expr: cannot parse {_short(expr)}: {exc.msg} (at column {exc.offset})") from None
+    except (RecursionError, MemoryError):   # the parser's own stack (MemoryError from CPython's)
+        raise too_deep from None
+    if _depth(tree) > MAX_DEPTH:
+        raise too_deep
     columns: set[str] = set()
     paths: set[tuple[str, ...]] = set()
 
     def bad(node: ast.AST, what: str) -> SpecError:
-        return SpecError(f"filter_expr: {what} {ast.unparse(node)!r} is not allowed in {expr!r}; use column names, "
+        return SpecError(f"filter_expr: {what} {ast.unparse(node)!r} is not allowed in {_short(expr)}; use column names, "
                          "metadata.<field>, literals, and/or/not, comparisons, in [..], is None, + - * /, and "
                          f"the functions {', '.join(sorted(FUNCTIONS))}")
 
@@ -152,6 +194,9 @@ def compile_expr(expr: str) -> Compiled:
                 return out
             return boolop
         if isinstance(node, ast.UnaryOp):
+            if _number(node) is not None:   # a negative literal: -9223372036854775808 fits 64 bits
+                value = _literal(node, expr)
+                return lambda t: value
             if isinstance(node.op, ast.Not):
                 inner = build(node.operand)
                 return lambda t: pc.invert(_bool(inner(t), t))
@@ -176,14 +221,14 @@ def compile_expr(expr: str) -> Compiled:
                 raise bad(node, "call")
             arity, impl = FUNCTIONS[node.func.id]
             if len(node.args) != arity:
-                raise SpecError(f"filter_expr: {node.func.id}() takes {arity} argument(s), got {len(node.args)} in {expr!r}")
+                raise SpecError(f"filter_expr: {node.func.id}() takes {arity} argument(s), got {len(node.args)} in {_short(expr)}")
             args = [build(a) for a in node.args]
             if node.func.id in ("contains", "startswith", "endswith", "matches"):
                 pattern = _literal(node.args[1], expr)
                 try:
                     impl(pa.array([""]), pattern)   # a bad regex fails now, at validate
                 except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as exc:
-                    raise SpecError(f"filter_expr: {node.func.id}(): bad pattern {pattern!r} in {expr!r}: {exc}") from None
+                    raise SpecError(f"filter_expr: {node.func.id}(): bad pattern {pattern!r} in {_short(expr)}: {exc}") from None
                 return lambda t: _apply(lambda x: impl(x, pattern), [args[0](t)], t, pa.bool_())
             if node.func.id == "coalesce":
                 return lambda t: _coalesce(args[0](t), args[1](t), t)
@@ -197,13 +242,18 @@ def compile_expr(expr: str) -> Compiled:
             if isinstance(op, (ast.In, ast.NotIn)):
                 if not isinstance(comp, (ast.List, ast.Tuple, ast.Set)):
                     raise SpecError(f"filter_expr: 'in' takes a list of literals, like language in ['en', 'de'], "
-                                    f"in {expr!r}")
+                                    f"in {_short(expr)}")
                 values = [_literal(e, expr) for e in comp.elts]
+                try:
+                    pa.array(values)
+                except (pa.ArrowInvalid, pa.ArrowTypeError):
+                    raise SpecError(f"filter_expr: the list {ast.unparse(comp)!r} in {_short(expr)} mixes types; "
+                                    "'in' takes strings or numbers, not both") from None
                 steps.append(("in", isinstance(op, ast.NotIn), values))
                 right = None
             elif isinstance(op, (ast.Is, ast.IsNot)):
                 if not (isinstance(comp, ast.Constant) and comp.value is None):
-                    raise SpecError(f"filter_expr: 'is' only compares with None (x is None, x is not None) in {expr!r}")
+                    raise SpecError(f"filter_expr: 'is' only compares with None (x is None, x is not None) in {_short(expr)}")
                 steps.append(("is", isinstance(op, ast.IsNot), None))
                 right = None
             elif type(op) in _COMPARE:
@@ -237,6 +287,11 @@ def compile_expr(expr: str) -> Compiled:
 
     evaluate = build(tree.body)
     return Compiled(evaluate=evaluate, columns=frozenset(columns), metadata_paths=frozenset(paths))
+
+
+def _short(expr: str, limit: int = 120) -> str:
+    """``expr`` quoted for a message, cut to ``limit`` characters."""
+    return repr(expr) if len(expr) <= limit else repr(expr[:limit]) + f"... ({len(expr):,} characters)"
 
 
 def _arr(value: Value, t: pa.Table) -> Value:
