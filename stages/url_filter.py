@@ -24,7 +24,10 @@ entry                            matches (after normalisation, see below)
 ===============================  =========================================================
 
 Other adblock rules (cosmetic ``##``, bare patterns like ``/ads/*``) are not URL lists:
-they are skipped and counted (logged once per file).
+they are skipped and counted (logged once per file). The config check (``datapipe
+validate``) reads the list files: one that is not UTF-8, or a ``regex:`` entry RE2 refuses
+(compiled with RE2 itself, the engine the run searches with), is an error naming the file
+and line.
 
 Host normalisation (URLs and entries alike): lower case, userinfo and port removed,
 trailing dots removed, one leading ``www.`` removed, internationalised names converted to
@@ -159,10 +162,8 @@ def parse_entry(entry: str, *, origin: str, allow: bool = False) -> list[Rule]:
         return [Rule("keyword", kw, allow, origin)] if kw else []
     if line.startswith("regex:"):
         rx = line[len("regex:"):].strip()
-        try:
-            re.compile(rx)
-        except re.error as e:
-            raise SpecError(f"url_filter: {origin}: bad regex {rx!r}: {e}") from None
+        if rx:
+            _check_regex(rx, origin)
         return [Rule("regex", rx, allow, origin)] if rx else []
     parts = line.split()
     if len(parts) >= 2 and _is_ip(parts[0]):
@@ -201,6 +202,17 @@ def parse_entry(entry: str, *, origin: str, allow: bool = False) -> list[Rule]:
         return [Rule("prefix", host + rest, allow, origin)] if host else []
     host, _ = split_url(line)
     return [Rule("domain", host, allow, origin)] if host and not host.startswith("[") else []
+
+
+def _check_regex(rx: str, origin: str) -> None:
+    """Compile ``rx`` with the engine the run searches URLs with (RE2, through
+    ``pyarrow.compute``), so what it refuses (lookarounds, backreferences, ``{1001}``) is
+    an error at validate; Python's ``re`` would accept those and the run would fail."""
+    try:
+        pc.match_substring_regex(pa.array([""], pa.string()), rx)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as e:
+        raise SpecError(f"url_filter: {origin}: bad regex {rx!r}: {e}; regex: entries are RE2 (no lookarounds "
+                        "or backreferences), https://github.com/google/re2/wiki/Syntax") from None
 
 
 def _is_ip(s: str) -> bool:
@@ -264,8 +276,13 @@ class Matcher:
             prefixes.setdefault(host, []).append(("/" + path, r))
         self._prefixes = prefixes
         self._prefix_hosts = StringSet(sorted(prefixes)) if prefixes else None
-        self._kw = (r"(?i)" + "|".join(re.escape(k) for k in sorted(by["keyword"]))) if by["keyword"] else None
-        self._regex = [(re.compile(v), v, r) for v, r in sorted(by["regex"].items())]
+        # keywords: RE2 alternations of at most _KW_CHUNK words (a longer one is past RE2's
+        # memory budget), a prefilter; the word is confirmed in the lower-cased URL
+        keywords = sorted(by["keyword"].items())
+        self._keywords = keywords
+        self._kw = [r"(?i)" + "|".join(re.escape(k) for k, _ in keywords[i:i + _KW_CHUNK])
+                    for i in range(0, len(keywords), _KW_CHUNK)]
+        self._regex = sorted(by["regex"].items())
 
     def __len__(self) -> int:
         return sum(len(v) for v in self.rules.values()) + self.n_bulk
@@ -316,21 +333,27 @@ class Matcher:
                     if (rest or "/").startswith(prefix):
                         out.other[row] = r
                         break
-        if self._kw is not None:
-            rows = np.flatnonzero(pc.fill_null(pc.match_substring_regex(view.urls, self._kw), False)
-                                  .to_numpy(zero_copy_only=False) & (out.kind < 0))
-            for row in map(int, rows):
+        if self._kw:
+            hit = np.zeros(view.n, dtype=bool)
+            for kw in self._kw:
+                hit |= pc.fill_null(pc.match_substring_regex(view.urls, kw), False).to_numpy(zero_copy_only=False)
+            for row in map(int, np.flatnonzero(hit & (out.kind < 0))):
                 if row not in out.other:
+                    # RE2's case folding is wider than str.lower ("caſino" is "casino" to it):
+                    # no keyword in the lower-cased URL is no match
                     low = view.urls[row].as_py().lower()
-                    out.other[row] = next(r for k, r in sorted(self.rules["keyword"].items()) if k in low)
-        for rx, _, r in self._regex:
-            rows = np.flatnonzero(pc.fill_null(pc.match_substring_regex(view.urls, rx.pattern), False)
+                    r = next((r for k, r in self._keywords if k in low), None)
+                    if r is not None:
+                        out.other[row] = r
+        for rx, r in self._regex:
+            rows = np.flatnonzero(pc.fill_null(pc.match_substring_regex(view.urls, rx), False)
                                   .to_numpy(zero_copy_only=False) & (out.kind < 0))
             for row in map(int, rows):
                 out.other.setdefault(row, r)
         return out
 
 
+_KW_CHUNK = 4096   # keywords per RE2 alternation (100k in one is past RE2's memory budget)
 _IDNA_CACHE = 1 << 17   # distinct non-ASCII hosts a stage remembers (then it starts over)
 _SET_KINDS = ("host", "domain", "subdomain", "label")
 
@@ -770,6 +793,14 @@ class UrlFilterConfig(StageConfig):
         for name in list(self.tags) + list(self.tag_files):
             if not re.fullmatch(r"[A-Za-z0-9_.\-]+", name):
                 raise SpecError(f"url_filter: tag name {name!r} must be letters, digits, '_', '-' or '.'")
+        # what the run would refuse, refused now: entries no rule expresses, regexes RE2
+        # cannot compile, list files that are not UTF-8
+        for what, entries in [("block", self.block), ("allow", self.allow)] + \
+                [(f"tags[{n}]", v) for n, v in self.tags.items()]:
+            for i, entry in enumerate(entries):
+                _inline_rules(entry, what, i, allow=what == "allow")
+        for p in self.block_files + self.allow_files + tuple(p for ps in self.tag_files.values() for p in ps):
+            _check_list_regexes(_read_list(p), p)
 
 
 def _check_file(path: str, key: str) -> None:
@@ -782,23 +813,50 @@ def _check_file(path: str, key: str) -> None:
                         "(one domain, hosts-file line or ||domain^ a line)")
 
 
+def _read_list(path: str) -> str:
+    """A list file's text; a file that is not UTF-8 is an error naming the file and line."""
+    data = fs.read_bytes(path)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = data.count(b"\n", 0, e.start) + 1
+        raise SpecError(f"url_filter: list {path} line {line} is not UTF-8 ({e.reason}: "
+                        f"{data[e.start:e.end]!r}); convert the file (e.g. iconv -f latin1 -t utf-8) or fix "
+                        "that line") from None
+
+
+def _check_list_regexes(text: str, path: str) -> None:
+    """The ``regex:`` lines of a list file compile with RE2 (parsed as :func:`parse_list`
+    parses them; only files that hold one are walked line by line)."""
+    if "regex:" not in text:
+        return
+    for i, raw in enumerate(text.splitlines(), 1):
+        if "regex:" in raw:
+            line = re.split(r"\s#", raw.strip(), maxsplit=1)[0].strip()
+            parse_entry(line, origin=f"{fs.basename(path)}:{i}")
+
+
+def _inline_rules(entry: str, what: str, i: int, *, allow: bool) -> list[Rule]:
+    got = parse_entry(entry, origin=f"{what}[{i}]", allow=allow)
+    if not got:
+        raise SpecError(f"url_filter: {what}[{i}] = {entry!r} is not a URL rule; write a domain, "
+                        "'*.domain', 'label.*', 'host/path', 'keyword:word' or 'regex:...'")
+    return got
+
+
 def _load(paths: Iterable[str], inline: Iterable[str], *, allow: bool,
           what: str) -> tuple[list[Rule], list[ParsedList]]:
     rules: list[Rule] = []
     bulk: list[ParsedList] = []
     for p in paths:
-        parsed = parse_list(fs.read_text(p), name=fs.basename(p), allow=allow)
+        parsed = parse_list(_read_list(p), name=fs.basename(p), allow=allow)
         if parsed.skipped:
             log.info("url_filter: %s: %d line(s) of %s are not URL rules (cosmetic or wildcard adblock "
                      "rules) and were skipped", what, parsed.skipped, p)
         rules.extend(parsed.rules)
         bulk.append(parsed)
     for i, entry in enumerate(inline):
-        got = parse_entry(entry, origin=f"{what}[{i}]", allow=allow)
-        if not got:
-            raise SpecError(f"url_filter: {what}[{i}] = {entry!r} is not a URL rule; write a domain, "
-                            "'*.domain', 'label.*', 'host/path', 'keyword:word' or 'regex:...'")
-        rules.extend(got)
+        rules.extend(_inline_rules(entry, what, i, allow=allow))
     return rules, bulk
 
 

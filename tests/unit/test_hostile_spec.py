@@ -152,3 +152,51 @@ def test_edge_literals_that_fit_still_work():
                        ("not " * 90 + "len(text) > 1", 1)]:
         out, _ = datapipe.stage("filter_expr", keep=expr)(t)
         assert out.num_rows == kept, expr
+
+
+# -- 3. url_filter ---------------------------------------------------------------------------
+
+def _url_filter_spec(tmp_path: Path, config: str) -> Path:
+    return _job(tmp_path, stages=f"  - url_filter: {config}\n")
+
+
+def test_url_list_that_is_not_utf8_is_one_line_at_validate_naming_file_and_line(tmp_path, capsys):
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "block.txt").write_bytes(b"example.org\n# caf\xe9 sites\nexample.net\n")
+    err = _validate(_url_filter_spec(tmp_path, "{block_files: ['{spec_dir}/lists/block.txt']}"), capsys)
+    assert f"list {lists / 'block.txt'} line 2 is not UTF-8" in err and "iconv" in err
+
+
+@pytest.mark.parametrize("where", ["file", "inline", "allow_file", "tag"])
+def test_url_regex_that_re2_refuses_is_refused_at_validate(tmp_path, capsys, where):
+    lists = tmp_path / "lists"
+    lists.mkdir()
+    (lists / "l.txt").write_text("example.org\n# lookahead:\nregex:(?=x)  # RE2 has none\n")
+    config = {"file": "{block_files: ['{spec_dir}/lists/l.txt']}",
+              "inline": "{block: [example.org, 'regex:(?=x)']}",
+              "allow_file": "{allow_files: ['{spec_dir}/lists/l.txt'], allow_only: true}",
+              "tag": "{tags: {t: ['regex:(?=x)']}}"}[where]
+    err = _validate(_url_filter_spec(tmp_path, config), capsys)
+    assert "bad regex '(?=x)'" in err and "RE2" in err
+    assert ("l.txt:3" if "file" in where else "[1]" if where == "inline" else "tags[t][0]") in err
+
+
+def test_url_regex_that_only_re2_accepts_runs():
+    # \pL is RE2 (Python's re refuses it): the run's engine decides, at validate and at run time
+    kept, rejects = datapipe.stage("url_filter", block=[r"regex:\.org/\pL+\d"])(
+        pa.table({"url": ["http://a.org/ab1", "http://a.org/12"], "text": ["x", "y"]}))
+    assert kept.column("url").to_pylist() == ["http://a.org/12"]
+    assert rejects.column("reject_reason").to_pylist() == ["url_filter:blocked"]
+
+
+def test_url_keywords_that_case_folding_disagrees_on_do_not_crash_and_big_keyword_lists_run(tmp_path):
+    # RE2's (?i) finds "casino" in "caſino" (long s); str.lower() does not: no match, not a crash
+    words = [f"kw{i:06d}x" for i in range(100_000)]   # one RE2 alternation of these is too large
+    (tmp_path / "kw.txt").write_text("".join(f"keyword:{w}\n" for w in words) + "keyword:casino\n")
+    urls = ["http://a.org/ca\u017fino", "http://a.org/CASINO", "http://a.org/kw099999x", "http://a.org/ok"]
+    kept, rejects = datapipe.stage("url_filter", block_files=[str(tmp_path / "kw.txt")])(
+        pa.table({"url": urls, "text": ["x"] * 4}))
+    assert kept.column("url").to_pylist() == ["http://a.org/ca\u017fino", "http://a.org/ok"]
+    assert [d.split(" (")[0] for d in rejects.column("reject_detail").to_pylist()] == \
+        ["keyword:casino", "keyword:kw099999x"]
