@@ -22,6 +22,16 @@ over a dedicated gloo process group, so the training loop's collectives never in
 the writer's. At most one save is in flight: the next save, the end of the run and a stop
 signal wait for it; the marker is written when it has finished.
 
+**Damaged means skipped.** A checkpoint can be marked complete and still not load: a data
+file truncated or lost afterwards (a full disk, an interrupted copy), its metadata unreadable.
+:func:`restore` checks every checkpoint before loading anything from it (the metadata must
+read, and every file it indexes must be there and hold the bytes it indexes: a cheap check,
+no data read); a damaged newest checkpoint is skipped with one warning naming it and why,
+and the previous complete one is tried (none left: the run starts fresh, saying so). A
+checkpoint named by ``resume_from`` is never swapped for another: damaged, it is an error.
+A load that fails past that check (content corrupted in place, or a model or mix that no
+longer matches) is a one-line error naming the checkpoint and the way out.
+
 **Rollback.** Resuming from an older checkpoint than the newest (``resume_from``, typically
 to skip a bad data range) abandons the checkpoints after it: :func:`rollback` moves them
 into ``<ckpt_dir>/abandoned-after-step-<N>[-k]/`` so a later resume cannot pick a checkpoint of the
@@ -43,6 +53,7 @@ from typing import Any
 import torch
 import torch.distributed as dist
 import torch.distributed.checkpoint as dcp
+from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
 from datapipe.errors import SpecError
@@ -96,6 +107,80 @@ def find(ckpt_dir: str | Path | None, resume_from: int | str | None) -> Path | N
         raise SpecError(f"resume_from: {path} is not a complete checkpoint (no {MARKER} marker); complete "
                         f"checkpoints in {ckpt_dir}: steps {complete_steps(ckpt_dir) or 'none'}")
     return path
+
+
+def problem(path: str | Path) -> str | None:
+    """Why the checkpoint at ``path`` cannot be loaded, or None: its metadata is missing or does
+    not read, or a data file it indexes is missing or shorter than the bytes it indexes (a
+    truncated copy). Reads the metadata and file sizes only, so it costs the same for any
+    checkpoint size; corruption that keeps the sizes is found by :func:`load`."""
+    path = Path(path)
+    try:
+        meta = dcp.FileSystemReader(str(path)).read_metadata()
+    except FileNotFoundError:
+        return "its metadata file .metadata is missing"
+    except Exception as e:  # a torn pickle raises any of a dozen types
+        return f"its metadata file .metadata does not read ({_one_line(e)})"
+    need: dict[str, int] = {}
+    for info in (meta.storage_data or {}).values():
+        need[info.relative_path] = max(need.get(info.relative_path, 0), info.offset + info.length)
+    for rel, n in sorted(need.items()):
+        f = path / rel
+        if not f.is_file():
+            return f"data file {rel} is missing"
+        if (size := f.stat().st_size) < n:
+            return f"data file {rel} is truncated ({size:,} bytes; the metadata indexes {n:,})"
+    return None
+
+
+def _one_line(e: BaseException) -> str:
+    """``Type: first line`` of an error; for DCP's per-rank wrapper, of the lowest rank's error."""
+    if isinstance(e, CheckpointException) and e.failures:
+        e = e.failures[min(e.failures)][0]
+    first = next((line for line in str(e).splitlines() if line.strip()), "")
+    return f"{type(e).__name__}: {first.strip()}" if first else type(e).__name__
+
+
+def _agreed_problem(path: Path) -> str | None:
+    """:func:`problem` as rank 0 sees it, on every rank (one verdict, so all ranks load alike)."""
+    verdict = [problem(path) if dist.get_rank() == 0 else None]
+    dist.broadcast_object_list(verdict, src=0)
+    return verdict[0]
+
+
+def restore(ckpt_dir: str | Path | None, resume_from: int | str | None, *, model: torch.nn.Module,
+            optimizer: torch.optim.Optimizer, scheduler: Any, loader: MixLoader) -> tuple[int, Path | None]:
+    """Load the checkpoint a run starts from (collective); returns (the step to continue after,
+    the checkpoint), ``(0, None)`` for a fresh run.
+
+    ``resume_from`` names the checkpoint (see :func:`find`); a damaged one is a
+    :class:`SpecError`. Without it, the newest complete checkpoint that passes :func:`problem`
+    is loaded; each damaged one newer than it is skipped with one warning line (name and
+    reason). They stay where they are until :func:`rollback` moves them aside with the rest
+    of the abandoned branch. None left: a fresh run, with a warning saying so."""
+    live = {"model": model, "optimizer": optimizer, "scheduler": scheduler, "loader": loader}
+    rank0 = dist.get_rank() == 0
+    if resume_from is not None:
+        path = find(ckpt_dir, resume_from)
+        assert path is not None
+        if why := _agreed_problem(path):
+            others = [s for s in complete_steps(ckpt_dir) if step_dir(ckpt_dir, s) != path] if ckpt_dir else []
+            raise SpecError(f"resume_from: checkpoint {path} cannot be loaded: {why}. Resume from another one "
+                            f"(complete checkpoints in {ckpt_dir}: steps {others or 'none'}), or restore its files")
+        return load(path, **live), path
+    steps = complete_steps(ckpt_dir)
+    for s in reversed(steps):
+        path = step_dir(ckpt_dir, s)  # type: ignore[arg-type]
+        why = _agreed_problem(path)
+        if why is None:
+            return load(path, **live), path
+        if rank0:
+            log.warning("checkpoint %s is marked complete but cannot be loaded: %s; skipping it (trying the "
+                        "previous complete checkpoint)", path, why)
+    if steps and rank0:
+        log.warning("none of the %d complete checkpoints in %s can be loaded: starting fresh at step 0 (they are "
+                    "moved aside, not deleted)", len(steps), ckpt_dir)
+    return 0, None
 
 
 def rollback(ckpt_dir: str | Path, step: int) -> None:
@@ -211,14 +296,23 @@ def load(path: str | Path, *, model: torch.nn.Module, optimizer: torch.optim.Opt
     continue after.
 
     A loader state from another mix plan raises (see ``MixLoader.load_state_dict``) before any
-    training happens.
+    training happens. A failed read (corrupt content, a model that does not match) is a
+    one-line :class:`SpecError`; the live objects may then be partly overwritten, so the
+    caller must not train on them.
     """
     state = _state(model, optimizer, scheduler, 0, loader)
     saved = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
     for key in ("plan_key", "mix_changes"):  # absent from checkpoints written before mix schedules
         if f"train.loader.{key}" not in saved:
             state["train"]["loader"].pop(key)
-    dcp.load(state, checkpoint_id=str(path))
+    try:
+        dcp.load(state, checkpoint_id=str(path))
+    except (Exception, CheckpointException) as e:  # CheckpointException is a BaseException
+        raise SpecError(
+            f"checkpoint {path} failed to load ({_one_line(e)}). If its files are damaged, resume from an earlier "
+            f"checkpoint (--set resume_from=<step>; complete: steps {complete_steps(Path(path).parent)}) or move "
+            "it aside; if the model config changed since it was written, resume with the config it was written "
+            "with") from e
     loader.load_state_dict(state["train"]["loader"])
     set_state_dict(model, optimizer, model_state_dict=state["model"], optim_state_dict=state["optim"])
     scheduler.load_state_dict(state["train"]["scheduler"])

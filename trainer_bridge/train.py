@@ -432,11 +432,11 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
 
 def _resume(cfg: TrainConfig, r: Run) -> tuple[int, Path | None, checkpoint.Checkpointer | None]:
     """(the step to start at, the checkpoint it was loaded from, the checkpointer): the
-    newest complete checkpoint (or ``resume_from``) is loaded into model, optimizer,
-    schedule and loader; later ones are rolled back; ``skip`` ranges are added."""
-    step, resume = 0, checkpoint.find(cfg.ckpt_dir, cfg.resume_from)
-    if resume is not None:
-        step = checkpoint.load(resume, model=r.model, optimizer=r.opt, scheduler=r.sched, loader=r.loader)
+    newest complete checkpoint that loads (or ``resume_from``) is loaded into model,
+    optimizer, schedule and loader; later ones (damaged ones skipped included) are rolled
+    back; ``skip`` ranges are added."""
+    step, resume = checkpoint.restore(cfg.ckpt_dir, cfg.resume_from, model=r.model, optimizer=r.opt,
+                                      scheduler=r.sched, loader=r.loader)
     r.loader.add_skip(SkipRanges(cfg.skip))
     ckpt = None
     if cfg.ckpt_dir:
