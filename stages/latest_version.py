@@ -14,7 +14,10 @@ missing or unreadable version counts as 0. A document without the key takes no p
 
 Rejects: ``latest_version:older`` (a higher version of the key is kept) and
 ``latest_version:same_version`` (the same version was read twice; the first in read
-order, i.e. by split then row, stays); the detail is the kept document's id.
+order, i.e. by split then row, stays); the detail is the kept document's id. A version
+that does not fit 64 bits (``1712.01076v99999999999999999999``: a forged or broken name,
+no real arXiv version) is ``latest_version:bad_version``, whatever else the key has: it
+neither wins over the real versions nor stops the job.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason",
                        ("detail", pa.string())])
 _BASE = frozenset(f.name for f in S.BASE_FIELDS) - {S.TEXT, S.RAW, S.METADATA}
 _VERSION_RE = re.compile(r"\s*[vV]?(\d+)\s*$")
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -70,13 +74,20 @@ def _field(batch: pa.Table, name: str, meta: list[dict] | None) -> list:
     return [m.get(name) if isinstance(m, dict) else None for m in meta]
 
 
-def _version(v) -> int:
+def _version(v) -> int | None:
+    """The version as an integer (0: missing or unreadable); None: one past 64 bits."""
     if isinstance(v, bool) or v is None:
         return 0
     if isinstance(v, int):
-        return v
+        return v if _INT64_MIN <= v <= _INT64_MAX else None
     m = _VERSION_RE.match(str(v))
-    return int(m.group(1)) if m else 0
+    if not m:
+        return 0
+    digits = m.group(1).lstrip("0") or "0"
+    if len(digits) > 19:   # never turned into an int: past 64 bits (and past int()'s 4300 digits)
+        return None
+    n = int(digits)
+    return n if n <= _INT64_MAX else None
 
 
 class LatestVersion(GlobalStage):
@@ -112,8 +123,11 @@ class LatestVersion(GlobalStage):
 
 def older_versions(t: pa.Table) -> pa.Table:
     """The decisions for every key whose rows are all in ``t``: per key, the highest
-    version (first by split, row on ties) stays; every other row is dropped."""
+    version (first by split, row on ties) stays; every other row is dropped. A row whose
+    version did not fit 64 bits (null) is dropped as ``bad_version`` and takes no part."""
     t = t.filter(pc.is_valid(t.column("key")))
+    bad = t.filter(pc.is_null(t.column("version")))
+    t = t.filter(pc.is_valid(t.column("version")))
     t = t.sort_by([("key", "ascending"), ("version", "descending"), ("_split", "ascending"), ("_row", "ascending")])
     n = t.num_rows
     keys = t.column("key")
@@ -124,6 +138,13 @@ def older_versions(t: pa.Table) -> pa.Table:
     version = t.column("version").to_numpy(zero_copy_only=False)
     same = version[drop] == version[kept_at[drop]]
     reasons = np.where(same, "same_version", "older").tolist()
-    return pa.table({"_split": t.column("_split").take(pa.array(drop)), "_row": t.column("_row").take(pa.array(drop)),
-                     "reason": pa.array(reasons, pa.string()),
-                     "detail": t.column("id").take(pa.array(kept_at[drop]))}, schema=DECISIONS)
+    out = pa.table({"_split": t.column("_split").take(pa.array(drop)), "_row": t.column("_row").take(pa.array(drop)),
+                    "reason": pa.array(reasons, pa.string()),
+                    "detail": t.column("id").take(pa.array(kept_at[drop]))}, schema=DECISIONS)
+    if not bad.num_rows:
+        return out
+    bad = pa.table({"_split": bad.column("_split"), "_row": bad.column("_row"),
+                    "reason": pa.array(["bad_version"] * bad.num_rows, pa.string()),
+                    "detail": pa.array(["the version does not fit 64 bits"] * bad.num_rows, pa.string())},
+                   schema=DECISIONS)
+    return pa.concat_tables([out, bad]).sort_by([("_split", "ascending"), ("_row", "ascending")])

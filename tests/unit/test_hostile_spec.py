@@ -200,3 +200,28 @@ def test_url_keywords_that_case_folding_disagrees_on_do_not_crash_and_big_keywor
     assert kept.column("url").to_pylist() == ["http://a.org/ca\u017fino", "http://a.org/ok"]
     assert [d.split(" (")[0] for d in rejects.column("reject_detail").to_pylist()] == \
         ["keyword:casino", "keyword:kw099999x"]
+
+
+# -- 4. latest_version -----------------------------------------------------------------------
+
+def test_versions_past_64_bits_are_bad_version_rejects_not_a_crash():
+    import json
+
+    from stages.latest_version import LatestVersion, older_versions
+
+    versions = [1, 2, 99999999999999999999, "v99999999999999999999", "v" + "9" * 5000, 3, 10 ** 30]
+    keys = ["1712.01076"] * 3 + ["1712.01076", "1712.01076", "2001.00001", "2001.00001"]
+    batch = pa.table({"id": [f"d{i}" for i in range(len(versions))],
+                      "text": ["x"] * len(versions),
+                      "metadata": [json.dumps({"arxiv_id": k, "version": v}) for k, v in zip(keys, versions)]})
+    t0 = time.perf_counter()
+    side = LatestVersion().side(batch)
+    side = side.append_column("_split", pa.array(["s0"] * side.num_rows)) \
+               .append_column("_row", pa.array(range(side.num_rows), pa.int64()))
+    decisions = older_versions(side).to_pylist()
+    assert time.perf_counter() - t0 < 1.0
+    assert side.column("version").to_pylist() == [1, 2, None, None, None, 3, None]
+    assert [(d["_row"], d["reason"]) for d in decisions] == [
+        (0, "older"), (2, "bad_version"), (3, "bad_version"), (4, "bad_version"), (6, "bad_version")]
+    assert decisions[0]["detail"] == "d1"           # v2 stays: a forged v9999... does not win
+    assert decisions[1]["detail"] == "the version does not fit 64 bits"
