@@ -361,6 +361,8 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     log_.echo(f"run: {r.model_cfg.num_params():,} params, dp={d.dims.dp} tp={d.dims.tp} on {d.device.type}"
               f"{' bf16' if bf16 else ''}, {r.plan.plan_hash}, steps {step}->{total}, "
               f"global batch {cfg.global_batch} x {T}" + (f", resumed from {resume}" if resume else ""))
+    if total == step:  # a finished run launched again: say so, not just exit 0
+        log_.echo(_nothing_left(cfg, r, step, resume))
     log_.echo(_budget_line(loader, T, ahead=True))
     log_.echo(f"perf: precision {r.precision}, "
               f"compile {'on' if r.compiled else 'off'}, loss {cfg.loss}, micro_batch {r.micro_batch}, "
@@ -437,12 +439,48 @@ def _resume(cfg: TrainConfig, r: Run) -> tuple[int, Path | None, checkpoint.Chec
     back; ``skip`` ranges are added."""
     step, resume = checkpoint.restore(cfg.ckpt_dir, cfg.resume_from, model=r.model, optimizer=r.opt,
                                       scheduler=r.sched, loader=r.loader)
+    _check_left(cfg, r, step, resume)
     r.loader.add_skip(SkipRanges(cfg.skip))
     ckpt = None
     if cfg.ckpt_dir:
         checkpoint.rollback(cfg.ckpt_dir, step)
         ckpt = checkpoint.Checkpointer(cfg.ckpt_dir, async_save=cfg.ckpt_async)
     return step, resume, ckpt
+
+
+def _check_left(cfg: TrainConfig, r: Run, step: int, resume: Path | None) -> None:
+    """A budget (token_budget or ``steps``) below what the checkpoint already trained, or a
+    fresh run whose budget is less than one global batch, is a :class:`SpecError` raised before
+    rollback moves anything: such a run would train nothing and exit 0."""
+    n, plan, T = r.loader.samples_committed, r.plan, r.plan.seq_len
+    fix_budget = f"raise token_budget in {cfg.mix}"
+    if resume is None and plan.total_samples < cfg.global_batch:
+        raise SpecError(f"mix {cfg.mix}: token_budget {plan.spec.token_budget:,} tokens ({plan.total_samples:,} "
+                        f"samples of {T}) is less than one global batch ({cfg.global_batch} samples), so no step "
+                        f"can run; {fix_budget} to at least {cfg.global_batch * T:,} tokens")
+    if n > plan.total_samples:
+        raise SpecError(
+            f"mix {cfg.mix}: token_budget {plan.spec.token_budget:,} tokens ({plan.total_samples:,} samples of {T}) "
+            f"is below the cursor of checkpoint {resume}: {n:,} samples ({n * T:,} tokens) already trained, so "
+            f"nothing is left to train. To train further, {fix_budget} above {n * T:,} tokens; to end the run "
+            f"within this budget, resume from an earlier checkpoint (--set resume_from=<step>) whose cursor is "
+            f"within it")
+    if cfg.steps is not None and cfg.steps < step:
+        raise SpecError(f"train: steps {cfg.steps} is below the step of checkpoint {resume} ({step}): those steps "
+                        f"are already trained, so nothing is left to train. Raise steps above {step} to train "
+                        f"further, or resume from an earlier checkpoint (--set resume_from=<step <= {cfg.steps}>)")
+
+
+def _nothing_left(cfg: TrainConfig, r: Run, step: int, resume: Path | None) -> str:
+    """The line for a run that has no step left to train (it exits 0: a finished run launched again)."""
+    n, end, G = r.loader.samples_committed, r.plan.total_samples, cfg.global_batch
+    if cfg.steps is not None and step >= cfg.steps:
+        why = f"steps: {cfg.steps} reached"
+    else:
+        why = (f"{r.loader.skip.kept_between(n, end):,} samples of the token budget's {end:,} are left after the "
+               f"cursor {n:,} (skip ranges excluded), less than one global batch of {G}")
+    where = f"the run is complete at step {step} (checkpoint {resume})" if resume else "this run has no step to train"
+    return f"nothing to train: {where}: {why}; raise steps or the mix's token_budget to train further"
 
 
 def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], device: torch.device,

@@ -5,6 +5,8 @@ console and log lines, the checkpoint folder and the metrics file afterwards.
 A checkpoint marked complete whose files are damaged is skipped with one warning naming it
 and why, and the run resumes from the previous complete one, bit-exactly; a damaged
 checkpoint named by ``resume_from``, or one whose content does not read, is a one-line error.
+A token budget or ``steps`` below what a checkpoint already trained is an error naming the
+cursor, the budget and the fix (it used to exit 0 having trained nothing).
 """
 
 from __future__ import annotations
@@ -132,3 +134,58 @@ def test_content_that_does_not_read_is_a_one_line_error(run, tmp_path):
     assert last.startswith(f"error: checkpoint {ckpt / 'step-00000004'} failed to load (UnpicklingError: ")
     assert "resume from an earlier checkpoint (--set resume_from=<step>; complete: steps [2, 4])" in last
     assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000002", "step-00000004"]
+
+
+def _mix_with_budget(run: dict, path: Path, tokens: int) -> Path:
+    doc = yaml.safe_load(run["mix"].read_text())
+    doc["token_budget"] = tokens
+    doc["sources"] = [{**s, "manifest": str(run["mix"].parent / s["manifest"])} for s in doc["sources"]]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return path
+
+
+def test_a_token_budget_below_the_cursor_is_an_error_naming_cursor_budget_and_fix(run, tmp_path):
+    """Resuming step 4 (cursor 16 samples = 256 tokens) under a budget of 8 samples used to
+    exit 0 having trained nothing; now it says why and what to change, and moves nothing."""
+    ckpt, metrics = _copy(run, tmp_path)
+    small = _mix_with_budget(run, tmp_path / "small.yaml", 8 * SEQ)
+    res = _train(run["repo"], run["cfg"], metrics, ckpt, "--set", f"mix={small}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.splitlines()[-1] == (
+        f"error: mix {small}: token_budget 128 tokens (8 samples of {SEQ}) is below the cursor of checkpoint "
+        f"{ckpt / 'step-00000004'}: 16 samples (256 tokens) already trained, so nothing is left to train. To train "
+        f"further, raise token_budget in {small} above 256 tokens; to end the run within this budget, resume from "
+        "an earlier checkpoint (--set resume_from=<step>) whose cursor is within it")
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000002", "step-00000004"]
+    assert _rows(metrics) == run["ref"]
+    # the fix it names works: a budget above the cursor trains on from step 4
+    more = _mix_with_budget(run, tmp_path / "more.yaml", 24 * SEQ)
+    ok = _train(run["repo"], run["cfg"], metrics, ckpt, "--set", f"mix={more}", "--set", "steps=6")
+    assert ok.returncode == 0, ok.stderr[-3000:]
+    assert [r["step"] for r in _rows(metrics)] == [1, 2, 3, 4, 5, 6]
+
+
+def test_steps_below_the_checkpoint_is_an_error_and_a_finished_run_says_so(run, tmp_path):
+    ckpt, metrics = _copy(run, tmp_path)
+    res = _train(run["repo"], run["cfg"], metrics, ckpt, "--set", "steps=3")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.splitlines()[-1] == (
+        f"error: train: steps 3 is below the step of checkpoint {ckpt / 'step-00000004'} (4): those steps are "
+        "already trained, so nothing is left to train. Raise steps above 4 to train further, or resume from an "
+        "earlier checkpoint (--set resume_from=<step <= 3>)")
+    # the same command as the finished run: nothing to do, exit 0, and it says so
+    again = _train(run["repo"], run["cfg"], metrics, ckpt)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert (f"nothing to train: the run is complete at step 4 (checkpoint {ckpt / 'step-00000004'}): steps: 4 "
+            "reached; raise steps or the mix's token_budget to train further") in again.stdout
+    assert _rows(metrics) == run["ref"]
+
+
+def test_a_token_budget_below_one_global_batch_is_an_error(run, tmp_path):
+    tiny = _mix_with_budget(run, tmp_path / "tiny.yaml", 3 * SEQ)
+    res = _train(run["repo"], run["cfg"], tmp_path / "m.jsonl", tmp_path / "ckpt", "--set", f"mix={tiny}")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.splitlines()[-1] == (
+        f"error: mix {tiny}: token_budget 48 tokens (3 samples of {SEQ}) is less than one global batch ({G} "
+        f"samples), so no step can run; raise token_budget in {tiny} to at least {G * SEQ} tokens")
+    assert not (tmp_path / "m.jsonl").exists()
