@@ -19,6 +19,11 @@ report's ``decontaminate`` entry has the index's bytes, n-grams and items per be
 and the passes' timings (with ``reused``). Run alone (``datapipe.stage(...)``, the
 bench), the stage builds the same index in ``setup()`` with the same functions.
 
+A benchmark that cannot match anything (no files, no items, or every item shorter than
+``n`` words) is a warning naming it and why: at validate for sets up to
+:data:`CHECK_BYTES` (read until the first item of ``n`` words), else from the index
+passes' summary when the run builds the index.
+
 Reject: ``decontaminate:contaminated`` with detail ``<benchmark>: "<the n-gram>"
 (+K more)``. Cut mode removes every overlapping word span (the union of the matching
 n-grams' words, from the first word's start to the last one's end in the original text)
@@ -45,11 +50,15 @@ from datapipe.errors import SpecError
 from datapipe.passes import STORAGE, Hash, Output, Pass, Preparation
 from datapipe.stage import Compute, Rewrite, RewriteFilterStage, StageConfig, StageContext
 from stages.decontam import passes as P
-from stages.decontam.ngrams import BloomIndex, NgramIndex, build_index, match, ngram_hashes, normalize, words
+from stages.decontam.ngrams import (BloomIndex, NgramIndex, build_index, match, ngram_hashes, normalize,
+                                    read_eval_items, text_ngram_hashes, words)
 
 log = logging.getLogger(__name__)
 
 _PY_WORD = re.compile(r"[^\W_]+")
+#: evaluation bytes per benchmark that the config check reads to see whether the set can
+#: match anything (larger sets: the index passes' summary says so during the run)
+CHECK_BYTES = 16 << 20
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -97,6 +106,43 @@ class DecontamConfig(StageConfig):
                                 ".txt) or a prebuilt index .npz")
         if not self.text_fields:
             raise SpecError("decontaminate: text_fields is empty; name the record fields holding text")
+        if self.index is None:
+            for name, files in self.eval_sets.items():
+                _check_eval_set(name, files, n=self.n, fields=self.text_fields)
+
+
+def _eval_bytes(files: tuple[str, ...]) -> int:
+    return sum(fs.stat(p).size for p in files)
+
+
+def _check_eval_set(name: str, files: tuple[str, ...], *, n: int, fields: tuple[str, ...]) -> None:
+    """Warn when benchmark ``name`` cannot match anything (an empty set is otherwise a
+    silent no-op). Reads its files, up to :data:`CHECK_BYTES`, until the first item of
+    ``n`` words; a file that cannot be read is the error the run would give."""
+    if not files:
+        _warn_unmatchable(name, "lists no files", n)
+        return
+    if _eval_bytes(files) > CHECK_BYTES:
+        return   # the run's summary decides (Decontaminate.after_prepare)
+    items = 0
+    for uri in files:
+        try:
+            texts = read_eval_items(uri, fields)
+        except (OSError, ValueError, pa.ArrowException) as e:
+            raise SpecError(f"decontaminate: evaluation file {uri} cannot be read: {e}; fix or remove it") from None
+        items += len(texts)
+        if texts and len(text_ngram_hashes(texts, n)[0]):
+            return
+    _warn_unmatchable(name, "has no items" if not items else f"has {items} item(s), all shorter than {n} words",
+                      n, fields)
+
+
+def _warn_unmatchable(name: str, why: str, n: int, fields: tuple[str, ...] = ()) -> None:
+    fix = ("list its evaluation files" if why == "lists no files" else
+           f"check its files hold text (records with the fields {list(fields)}, or lines of plain text)"
+           if why == "has no items" else f"lower n (n: {n} now; GPT-3 used 8 to 13 per benchmark)")
+    log.warning("decontaminate: eval_sets[%r] %s, so it can match nothing and removes nothing; %s, or remove it",
+                name, why, fix)
 
 
 class Decontaminate(RewriteFilterStage):
@@ -154,6 +200,12 @@ class Decontaminate(RewriteFilterStage):
                            storage=ctx.storage)
         for name, c in exact.per_benchmark().items():
             per.setdefault(name, {"items": 0, "short_items": 0, "ngrams": 0})["distinct_ngrams"] = c
+        for name, files in self.config.eval_sets.items():
+            got = per[name]
+            if not got["ngrams"] and files and _eval_bytes(files) > CHECK_BYTES:   # smaller: said at validate
+                _warn_unmatchable(name, "has no items" if not got["items"] else
+                                  f"has {got['items']} item(s), all shorter than {self.config.n} words",
+                                  self.config.n, self.config.text_fields)
         ctx.report.update(self._index_report(index, per))
 
     def _index_report(self, index: NgramIndex | BloomIndex, per: dict) -> dict:

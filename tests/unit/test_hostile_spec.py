@@ -225,3 +225,52 @@ def test_versions_past_64_bits_are_bad_version_rejects_not_a_crash():
         (0, "older"), (2, "bad_version"), (3, "bad_version"), (4, "bad_version"), (6, "bad_version")]
     assert decisions[0]["detail"] == "d1"           # v2 stays: a forged v9999... does not win
     assert decisions[1]["detail"] == "the version does not fit 64 bits"
+
+
+# -- 5. decontaminate ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("content,why", [
+    ("", "has no items"),
+    ("\n\n   \n", "has no items"),
+    ("What is two plus two?\nName the capital of France.\n", "has 2 item(s), all shorter than 13 words"),
+    (None, "lists no files"),
+])
+def test_decontamination_set_that_cannot_match_is_a_warning_at_validate(tmp_path, caplog, content, why):
+    files = []
+    if content is not None:
+        (tmp_path / "evals").mkdir()
+        (tmp_path / "evals" / "short.txt").write_text(content)
+        files = ["{spec_dir}/evals/short.txt"]
+    spec = _job(tmp_path, stages=f"  - decontaminate: {{eval_sets: {{tiny_qa: {files}}}}}\n")
+    with caplog.at_level("WARNING", logger="stages.decontam"):
+        load_job(spec)
+    warned = [r.getMessage() for r in caplog.records if r.name == "stages.decontam" and r.levelname == "WARNING"]
+    assert len(warned) == 1, warned
+    assert f"eval_sets['tiny_qa'] {why}, so it can match nothing" in warned[0]
+
+
+def test_decontamination_set_with_one_long_item_gives_no_warning(tmp_path, caplog):
+    (tmp_path / "evals").mkdir()
+    (tmp_path / "evals" / "qa.txt").write_text("Short one?\n" + " ".join(f"w{i}" for i in range(13)) + "\n")
+    spec = _job(tmp_path, stages="  - decontaminate: {eval_sets: {qa: ['{spec_dir}/evals/qa.txt']}}\n")
+    with caplog.at_level("WARNING", logger="stages.decontam"):
+        load_job(spec)
+    assert not [r for r in caplog.records if r.name == "stages.decontam"]
+
+
+def test_decontamination_set_too_large_to_check_at_validate_is_warned_about_when_the_index_is_built(
+        tmp_path, caplog, monkeypatch):
+    import stages.decontam as D
+    from datapipe.passes import run_prepared
+    from datapipe.stage import StageContext
+
+    monkeypatch.setattr(D, "CHECK_BYTES", 10)   # every set counts as too large for the config check
+    (tmp_path / "short.jsonl").write_text('{"text": "What is two plus two?"}\n{"text": "Yes or no?"}\n')
+    (tmp_path / "long.txt").write_text(" ".join(f"w{i}" for i in range(20)) + "\n")
+    with caplog.at_level("WARNING", logger="stages.decontam"):
+        stage = D.Decontaminate(D.DecontamConfig(eval_sets={"short": [str(tmp_path / "short.jsonl")],
+                                                            "long": [str(tmp_path / "long.txt")]}))
+        assert not caplog.records
+        run_prepared(stage, StageContext(work_dir=str(tmp_path / "work"), sources=("web",)))
+    warned = [r.getMessage() for r in caplog.records if r.name == "stages.decontam" and r.levelname == "WARNING"]
+    assert len(warned) == 1 and "eval_sets['short'] has 2 item(s), all shorter than 13 words" in warned[0]
