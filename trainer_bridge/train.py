@@ -349,6 +349,7 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     ``kill_in_save`` is fault injection for tests (SIGKILL right after step ``kill_in_save``'s
     save has started, so an async save is interrupted in flight)."""
     d = init_distributed(cfg)
+    _check_metrics_path(cfg)
     r = build(cfg, d)
     loader, T = r.loader, r.plan.seq_len
     step, resume, ckpt = _resume(cfg, r)
@@ -481,6 +482,44 @@ def _nothing_left(cfg: TrainConfig, r: Run, step: int, resume: Path | None) -> s
                f"cursor {n:,} (skip ranges excluded), less than one global batch of {G}")
     where = f"the run is complete at step {step} (checkpoint {resume})" if resume else "this run has no step to train"
     return f"nothing to train: {where}: {why}; raise steps or the mix's token_budget to train further"
+
+
+def _check_metrics_path(cfg: TrainConfig) -> None:
+    """An unwritable ``metrics_path`` is one :class:`SpecError` before any work (the mix,
+    the model, a checkpoint), on every rank alike: rank 0, which writes it, tries it."""
+    if not cfg.metrics_path:
+        return
+    why: list[str | None] = [None]
+    if dist.get_rank() == 0:
+        why[0] = _unwritable(Path(cfg.metrics_path))
+    dist.broadcast_object_list(why, src=0)
+    if why[0]:
+        raise SpecError(f"train: metrics_path {cfg.metrics_path} cannot be written: {why[0]}; give a file path "
+                        "in a writable folder, or leave metrics_path out")
+
+
+def _unwritable(path: Path) -> str | None:
+    """Why ``path`` cannot be appended to, with a sibling created next to it (the rollback's
+    temp file), or None. Leaves no file behind that was not there."""
+    if path.is_dir():
+        return "it is a folder"
+    above = next((a for a in path.parents if a.exists()), None)
+    if above is not None and not above.is_dir():
+        return f"{above} is a file, not a folder"
+    tmp = path.with_name(path.name + ".tmp")
+    made = [p for p in (path, tmp) if not p.exists()]
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for p in (path, tmp):
+            with open(p, "a", encoding="utf-8"):
+                pass
+    except OSError as e:
+        return e.strerror or str(e)
+    finally:
+        for p in made:
+            with contextlib.suppress(OSError):
+                p.unlink()
+    return None
 
 
 def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], device: torch.device,

@@ -6,7 +6,8 @@ A checkpoint marked complete whose files are damaged is skipped with one warning
 and why, and the run resumes from the previous complete one, bit-exactly; a damaged
 checkpoint named by ``resume_from``, or one whose content does not read, is a one-line error.
 A token budget or ``steps`` below what a checkpoint already trained is an error naming the
-cursor, the budget and the fix (it used to exit 0 having trained nothing).
+cursor, the budget and the fix (it used to exit 0 having trained nothing). An unwritable
+``metrics_path`` is one line before any work (it used to be a traceback).
 """
 
 from __future__ import annotations
@@ -189,3 +190,32 @@ def test_a_token_budget_below_one_global_batch_is_an_error(run, tmp_path):
         f"error: mix {tiny}: token_budget 48 tokens (3 samples of {SEQ}) is less than one global batch ({G} "
         f"samples), so no step can run; raise token_budget in {tiny} to at least {G * SEQ} tokens")
     assert not (tmp_path / "m.jsonl").exists()
+
+
+@pytest.mark.parametrize("where", ["under a file", "a folder"])
+def test_an_unwritable_metrics_path_is_one_line_before_any_work(run, tmp_path, where):
+    """It used to be a traceback from the metrics writer, after the mix was resolved, the
+    model built and the checkpoints rolled back."""
+    (tmp_path / "notes.txt").write_text("a file, not a folder\n")
+    (tmp_path / "out").mkdir()
+    metrics = tmp_path / "notes.txt" / "m.jsonl" if where == "under a file" else tmp_path / "out"
+    why = f"{tmp_path / 'notes.txt'} is a file, not a folder" if where == "under a file" else "it is a folder"
+    ckpt, _ = _copy(run, tmp_path)
+    res = _train(run["repo"], run["cfg"], metrics, ckpt)
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().splitlines() == [
+        f"error: train: metrics_path {metrics} cannot be written: {why}; give a file path in a writable folder, "
+        "or leave metrics_path out"]
+    assert "run:" not in res.stdout                     # nothing started: no checkpoint loaded or moved
+    assert sorted(p.name for p in ckpt.iterdir()) == ["step-00000002", "step-00000004"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["ckpt", "m.jsonl", "notes.txt", "out"]
+    assert not list((tmp_path / "out").iterdir())
+
+
+def test_a_metrics_path_in_a_new_folder_is_still_created(run, tmp_path):
+    ckpt, _ = _copy(run, tmp_path)
+    metrics = tmp_path / "new" / "deeper" / "m.jsonl"
+    res = _train(run["repo"], run["cfg"], metrics, ckpt, "--set", "steps=5")
+    assert res.returncode == 0, res.stderr[-3000:]
+    assert [r["step"] for r in _rows(metrics)] == [5]
+    assert sorted(p.name for p in metrics.parent.iterdir()) == ["m.jsonl"]   # the probe left nothing behind
