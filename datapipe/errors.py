@@ -38,10 +38,10 @@ class CorruptInputError(JobError):
     def __init__(self, path: str, reason: str, detail: str = "") -> None:
         self.path = path
         self.reason = reason
-        self.detail = detail
+        self.detail = " ".join(str(detail).split()) if "\n" in str(detail) else detail   # one line
         msg = f"{path}: {reason}"
-        if detail:
-            msg += f" ({detail})"
+        if self.detail:
+            msg += f" ({self.detail})"
         super().__init__(msg)
 
     def __reduce__(self):  # picklable across Ray workers

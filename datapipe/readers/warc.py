@@ -145,6 +145,23 @@ def _printable(s: str, limit: int = 400) -> str:
     return s if len(s) <= limit else s[:limit] + "..."
 
 
+def _check_tail(fh, off: int, size: int, gz: bool) -> None:
+    """After the last record: the bytes from ``off`` (where the next record would start)
+    to the end of the file must be nothing but blank lines. warcio ends quietly at a
+    record or gzip member cut short, which would pass a cut file as complete."""
+    if off >= size:
+        return
+    fh.seek(off)
+    rest = fh.read(min(size - off, 1 << 16))
+    if not rest.strip():
+        return
+    if gz and rest.startswith(GZIP_MAGIC):
+        raise FileCorrupt("truncated_gzip", f"the file ends inside the gzip member at byte {off} "
+                                            f"({size - off} bytes that are no complete record)", off)
+    raise FileCorrupt("truncated", f"the file ends inside the record at byte {off} "
+                                   f"({size - off} bytes that are no complete record)", off)
+
+
 def _is_gzip_warc_member(fh, off: int) -> bool:
     """Does a gzip member starting at ``off`` decompress to a WARC record header?"""
     fh.seek(off)
@@ -269,8 +286,11 @@ class WarcReader(Reader):
                 pos = _next_record_start(fh, start, end, gz)
             while pos is not None:
                 fh.seek(pos)
+                it = _QuietIterator(fh, arc2warc=arc)
                 try:
-                    yield from self._iterate(f, _QuietIterator(fh, arc2warc=arc), gz, arc, end, 0, seen)
+                    yield from self._iterate(f, it, gz, arc, end, 0, seen)
+                    if end is None:
+                        _check_tail(fh, it.offset, size, gz)
                     return
                 except _NonChunkedGzip:
                     if pos == 0 and seen[0] == 1 and _single_gzip_member(fh, size):
@@ -326,7 +346,11 @@ class WarcReader(Reader):
                     it.read_to_end()
             except Exception as exc:
                 raise self._corrupt(it, gz, off, exc) from exc
-            missing = rec.raw_stream.limit
+            missing = getattr(rec.raw_stream, "limit", 0)   # a LimitReader; not on every damaged record
+            dec = getattr(it.reader, "decompressor", None) if gz else None
+            if dec is not None and not getattr(dec, "eof", True):
+                # the record's gzip member never ended: warcio hands out what it had
+                raise self._corrupt(it, gz, off, EOFError("the file ends inside this record's gzip member"))
             if missing > 0:
                 raise self._corrupt(it, gz, off, None, f"record at byte {off} ends "
                                     f"{missing} bytes short of its Content-Length")
