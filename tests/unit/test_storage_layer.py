@@ -77,3 +77,50 @@ def test_the_check_finds_each_kind_of_direct_use(tmp_path):
     assert direct_storage_uses(probe, tmp_path) == [
         "probe.py:2 import pyarrow.fs", "probe.py:3 pyarrow.fs", "probe.py:6 open()", "probe.py:7 os.replace()",
         "probe.py:8 os.rename()"]
+
+
+#: the input layer itself: the only reader modules that open input bytes
+INPUT_LAYER = {"datapipe/readers/inputs.py", "datapipe/readers/_streams.py"}
+#: calls that open or list input bytes without the input layer's checks (confinement,
+#: regular files only, budgets, integrity)
+SIDE_DOORS = {("fs", "open_input"), ("fs", "read_bytes"), ("fs", "read_text"), ("fs", "arrow_input"),
+              ("fs", "iter_chunks"), ("fs", "local_copy"), ("fs", "sha256"), ("gzip", "open"),
+              ("gzip", "GzipFile"), ("bz2", "open"), ("bz2", "BZ2File"), ("lzma", "open"), ("lzma", "LZMAFile"),
+              ("tarfile", "open"), ("zipfile", "ZipFile"), ("os", "open"), ("io", "open")}
+
+
+def reader_side_doors(path: Path, root: Path) -> list[str]:
+    """``<file>:<line> <module>.<name>()`` for every call in ``path`` that opens input
+    bytes around the input layer (and every ``open_binary``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if not isinstance(node, ast.Call):
+            continue
+        f = node.func
+        if isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and (f.value.id, f.attr) in SIDE_DOORS:
+            if f.value.id in ("gzip", "bz2", "lzma") and any(k.arg == "fileobj" for k in node.keywords):
+                continue   # decompressing bytes already in hand (an archive member), not opening a file
+            found.append((node.lineno, f"{path.relative_to(root)}:{node.lineno} {f.value.id}.{f.attr}()"))
+        elif isinstance(f, ast.Name) and f.id == "open_binary":
+            found.append((node.lineno, f"{path.relative_to(root)}:{node.lineno} open_binary()"))
+    return [hit for _, hit in sorted(found)]
+
+
+def test_readers_reach_input_bytes_only_through_the_input_layer():
+    """A reader opens nothing itself: every byte comes through ``reader.input(f)``
+    (datapipe/readers/inputs.py), so what a link, an include or a sibling may reach, and
+    what it may cost, is decided in one place."""
+    files = sorted((REPO / "datapipe" / "readers").glob("*.py"))
+    offenders = [hit for f in files if str(f.relative_to(REPO)) not in INPUT_LAYER
+                 for hit in reader_side_doors(f, REPO)]
+    assert offenders == [], ("open inputs through reader.input(f) (datapipe.readers.inputs.Input):\n  "
+                             + "\n  ".join(offenders))
+
+
+def test_the_reader_check_finds_side_doors(tmp_path):
+    probe = tmp_path / "probe.py"
+    probe.write_text("import bz2, tarfile\nfrom datapipe import fs\n\ndef f(p):\n    bz2.open(p)\n"
+                     "    fs.open_input(p)\n    tarfile.open(p)\n    open_binary(p, None)\n    src.open()\n")
+    assert reader_side_doors(probe, tmp_path) == [
+        "probe.py:5 bz2.open()", "probe.py:6 fs.open_input()", "probe.py:7 tarfile.open()",
+        "probe.py:8 open_binary()"]
