@@ -31,7 +31,6 @@ from typing import Any, Iterable, Literal, Sequence
 
 import torch
 import torch.distributed as dist
-import yaml
 from torch.distributed.tensor import DTensor
 
 from datapipe.errors import DatapipeError, SpecError
@@ -148,7 +147,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
 
     Read and checked by :mod:`datapipe.config` like a job spec or a mix: a missing file, a
     misspelled key or a wrong type is a :class:`SpecError` naming the file and the key."""
-    from datapipe.config import build, load_yaml_mapping
+    from datapipe.config import build, load_yaml_mapping, load_yaml_text
 
     raw = load_yaml_mapping(path, what="trainer config", keys=_CONFIG_KEYS,
                             missing="start from trainer_bridge/configs/sample.yaml")
@@ -156,7 +155,7 @@ def load_config(path: str | Path, overrides: Sequence[str] = ()) -> TrainConfig:
         key, sep, value = item.partition("=")
         if not sep:
             raise SpecError(f"override {item!r} must be key=value")
-        parsed = yaml.safe_load(value)
+        parsed = load_yaml_text(value, where=f"--set {key.strip()}")
         if isinstance(parsed, str):  # YAML 1.1 reads "3e-3" as a string
             try:
                 parsed = float(parsed)
