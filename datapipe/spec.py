@@ -12,6 +12,7 @@ sources:
 stages:
   - normalize: {}
   - length: {min_chars: 50}
+limits: {file_bytes: 68719476736}   # optional: what one input may cost (docs/readers.md)
 ```
 
 Everything loads into the dataclasses below; unknown keys, wrong types, unknown stages,
