@@ -55,11 +55,42 @@ def check_split_options(opts) -> None:
         raise SpecError("option max_chars needs split (paragraphs, lines or regex)")
 
 
-def _sections(lines: Iterable[str], split: str, pattern: re.Pattern | None) -> Iterator[tuple[int, list[str]]]:
-    """``(first line number, lines)`` of each piece, blank edges trimmed, blank pieces dropped."""
+def bounded_lines(stream, cap: int) -> Iterator[str | None]:
+    """The lines of a text stream, each at most ``cap`` characters; a longer line is
+    ``None`` (read through to its end, never held): memory stays bounded by ``cap``
+    whatever the file holds."""
+    while True:
+        line = stream.readline(cap + 1)
+        if not line:
+            return
+        if len(line) > cap and not line.endswith("\n"):
+            while True:
+                more = stream.readline(cap + 1)
+                if not more or more.endswith("\n"):
+                    break
+            yield None
+        else:
+            yield line
+
+
+def _sections(lines: Iterable[str | None], split: str, pattern: re.Pattern | None,
+              cap: int | None = None, flush: bool = False) -> Iterator[tuple[int, list[str] | None]]:
+    """``(first line number, lines)`` of each piece, blank edges trimmed, blank pieces
+    dropped. A piece past ``cap`` characters (or holding a line ``None``: longer than
+    ``cap``) is ``(first, None)``, its lines not kept; with ``flush`` a piece is instead
+    handed on in parts of about ``cap`` characters (``max_chars`` cuts them anyway)."""
     buf: list[str] = []
+    size, over = 0, False
     first = 0
     for no, line in enumerate(lines, 1):
+        if line is None:
+            if split == "lines":
+                yield no, None
+                continue
+            if not buf:
+                first = no
+            over = True
+            continue
         line = line.rstrip("\r\n")
         if split == "lines":
             if line.strip():
@@ -67,19 +98,29 @@ def _sections(lines: Iterable[str], split: str, pattern: re.Pattern | None) -> I
             continue
         blank = not line.strip()
         if split == "paragraphs" and blank:
-            if buf:
-                yield first, buf
-            buf = []
+            if buf or over:
+                yield first, None if over else buf
+            buf, size, over = [], 0, False
             continue
         if split == "regex" and pattern.search(line):
-            if any(x.strip() for x in buf):
-                yield first, buf
-            buf = []
-        if not buf:
+            if over or any(x.strip() for x in buf):
+                yield first, None if over else buf
+            buf, size, over = [], 0, False
+        if not buf and not over:
             first = no
+        if over:
+            continue
+        if cap is not None and size + len(line) + 1 > cap and buf:
+            if flush:
+                yield first, buf
+                buf, size, first = [], 0, no
+            else:
+                buf, over = [], True
+                continue
         buf.append(line)
-    if any(x.strip() for x in buf):
-        yield first, buf
+        size += len(line) + 1
+    if over or any(x.strip() for x in buf):
+        yield first, None if over else buf
 
 
 def _trim(first: int, lines: list[str]) -> tuple[int, list[str]]:
@@ -128,15 +169,20 @@ def _cut(first: int, lines: list[str], max_chars: int) -> Iterator[tuple[int, in
         yield start, start_col, text
 
 
-def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
-               max_chars: int = 0) -> Iterator[tuple[int, int, str]]:
+def split_text(lines: Iterable[str | None], *, split: str, pattern: str | None = None,
+               max_chars: int = 0, cap: int | None = None) -> Iterator[tuple[int, int, str | None]]:
     """``(first line number, column, text)`` for each document of a file's lines; the
-    column is 0 unless the document is a later piece of one line cut at ``max_chars``."""
+    column is 0 unless the document is a later piece of one line cut at ``max_chars``.
+    ``cap``: characters a piece may reach before it is ``text=None`` (too large; read
+    through, not kept) or, with ``max_chars``, handed on in parts."""
     rx = re.compile(pattern) if split == "regex" else None
     packed: list[str] = []
     packed_first, packed_size = 0, 0
     joiner = "\n\n" if split == "paragraphs" else "\n"
-    for first, lines_ in _sections(lines, split, rx):
+    for first, lines_ in _sections(lines, split, rx, cap, flush=bool(max_chars)):
+        if lines_ is None:
+            yield first, 0, None
+            continue
         first, lines_ = _trim(first, lines_)
         text = "\n".join(lines_)
         if max_chars and len(text) > max_chars:
@@ -169,11 +215,14 @@ def read_split_file(reader, f) -> Iterator:
     with reader.input(f).open() as fh:
         lines = io.TextIOWrapper(fh, encoding="utf-8-sig" if utf8 else enc, errors="strict", newline="")
         try:
-            for first, col, text in split_text(lines, split=opts.split, pattern=opts.pattern,
-                                               max_chars=opts.max_chars):
+            for first, col, text in split_text(bounded_lines(lines, limit), split=opts.split, pattern=opts.pattern,
+                                               max_chars=opts.max_chars, cap=limit):
                 last = first
                 loc = f"{f.rel}:{first}" + (f"+{col}" if col else "")
-                if len(text.encode("utf-8")) > limit:
+                if text is None:
+                    yield reject(loc, loc, "too_large", f"a piece longer than max_doc_bytes ({limit}) characters; "
+                                                        "read through, not kept")
+                elif len(text.encode("utf-8")) > limit:
                     yield reject(loc, loc, "too_large", reader._too_large(len(text.encode("utf-8"))))
                 else:
                     yield Rec(loc, loc, text=text)
