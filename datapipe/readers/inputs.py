@@ -430,7 +430,9 @@ def tar_members(stream: BinaryIO, *, rel: str, limits: InputLimits) -> Iterator[
         if "unexpected end" in msg or "empty file" in msg or "truncated" in msg:
             raise FileCorrupt("truncated", f"{rel}: the tar ends inside a member or header ({msg})") from None
         raise FileCorrupt("corrupt_archive", f"{rel}: {msg}") from None
-    except (tarfile.TarError, EOFError) as exc:
+    except EOFError as exc:   # the compressed stream under the tar ends early
+        raise FileCorrupt("truncated", f"{rel}: the compressed stream ends early ({exc})") from None
+    except tarfile.TarError as exc:
         raise FileCorrupt("corrupt_archive", f"{rel}: {type(exc).__name__}: {exc}") from None
     if block is None:
         block = b""

@@ -108,7 +108,13 @@ def _tar(members: dict[str, bytes], mode: str = "w") -> bytes:
             info = tarfile.TarInfo(name)
             info.size = len(data)
             t.addfile(info, io.BytesIO(data))
-    return out.getvalue()
+    data = out.getvalue()
+    if mode == "w":
+        # no record padding after the end-of-archive blocks (as Go's and other writers
+        # leave it): a cut anywhere past the last member is then a cut of the archive
+        end = len(data.rstrip(b"\0"))
+        data = data[: -(-end // 512) * 512 + 1024]
+    return data
 
 
 def _code() -> bytes:
