@@ -82,6 +82,7 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
     ``datapipe -v``)."""
     import ray
 
+    from datapipe import reaper
     from datapipe.progress import ray_init_kwargs
 
     if ray.is_initialized():
@@ -97,7 +98,19 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
         ray.init(address=os.environ["RAY_ADDRESS"], **ray_init_kwargs(verbose))
     else:
         log.info("starting an embedded local Ray (num_cpus=%s)", job.execution.num_cpus or "all")
-        ray.init(num_cpus=job.execution.num_cpus, include_dashboard=False, **ray_init_kwargs(verbose))
+        # what Ray starts is stopped even if this process is SIGKILLed (Ray leaves its agents)
+        watchdog = reaper.start()
+        try:
+            ray.init(num_cpus=job.execution.num_cpus, include_dashboard=False, **ray_init_kwargs(verbose))
+        except BaseException:
+            if watchdog is not None:
+                watchdog.done()   # stops whatever of Ray had started
+            raise
+        if watchdog is not None:
+            node = ray._private.worker._global_node
+            watchdog.track(info.process.pid for infos in node.all_processes.values() for info in infos
+                           if info.process is not None)
+            node.datapipe_reaper = watchdog   # lives as long as this Ray; stop_ray() releases it
     return True
 
 
@@ -105,15 +118,22 @@ def stop_ray() -> None:
     """``ray.shutdown()`` of the Ray this process started, without its one slow step:
     Ray stops its processes one by one, SIGTERM then up to a second's wait each, and
     its autoscaler monitor (useless on an embedded Ray) always takes the whole second.
-    It is killed first (Ray would SIGKILL it next); the rest stops as Ray does it."""
+    It is killed first (Ray would SIGKILL it next); the rest stops as Ray does it. Then
+    the embedded Ray's reaper (:mod:`datapipe.reaper`) checks that nothing it saw is left
+    and exits."""
     import ray
 
     node = getattr(ray._private.worker, "_global_node", None)
-    for info in (node.all_processes.get("monitor", []) if node is not None else []):
-        if info.process.poll() is None:
-            info.process.kill()
-            info.process.wait()
-    ray.shutdown()
+    watchdog = getattr(node, "datapipe_reaper", None)
+    try:
+        for info in (node.all_processes.get("monitor", []) if node is not None else []):
+            if info.process.poll() is None:
+                info.process.kill()
+                info.process.wait()
+        ray.shutdown()
+    finally:
+        if watchdog is not None:
+            watchdog.done()
 
 
 def _cluster_cpus() -> int:
