@@ -132,7 +132,8 @@ def test_git_checkout_skips_git_and_ignored_files_and_links_out(sources, tmp_pat
     assert not any(".git/" in (r["path"] or "") for r in rows)
     assert reasons[sources["binary"]] == "read:gitignored" and reasons["build/out.py"] == "read:gitignored"
     leak = next(r for r in rows if r["path"] == "leak.txt")
-    assert leak["_reject_reason"] == "read:symlink_outside" and "leak.txt" in leak["_reject_detail"]
+    # a link out of the declared inputs: the input layer refuses it, naming the link
+    assert leak["_reject_reason"] == "read:outside_inputs" and "leak.txt" in leak["_reject_detail"]
     assert "never read" not in json.dumps(rows, default=str)
     assert reasons["__init__.py"] is None and {r["repo"] for r in rows} == {REPO}
     without = {r["path"]: r["_reject_reason"] for r in _read(_inputs(files, tmp_path / "work" / REPO),
@@ -171,8 +172,8 @@ def test_broken_archives_are_rejects_or_errors_naming_the_file(sources, tmp_path
     bad_zip = tmp_path / "bad.zip"
     bad_zip.write_bytes(b"PK\x03\x04 not a zip")
     rows = _read(_inputs([cut, bad_zip], tmp_path))
-    rejects = [r for r in rows if r["_reject_reason"] == "read:corrupt_archive"]
-    assert {r["origin"] for r in rejects} == {"cut.tar.gz", "bad.zip"}
+    reasons = {r["origin"]: r["_reject_reason"] for r in rows if r["origin"] in ("cut.tar.gz", "bad.zip")}
+    assert reasons == {"cut.tar.gz": "read:truncated", "bad.zip": "read:corrupt_archive"}
     with pytest.raises(CorruptInputError, match="cut.tar.gz"):
         _read(_inputs([cut], tmp_path), on_error="fail")
 
