@@ -29,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -59,6 +60,7 @@ def _worker(fmt: str, seconds: float, out: Path, store: bool, engine: str) -> No
     target = root / name
     target.parent.mkdir(parents=True, exist_ok=True)
     cases = REPO / "tests" / "fuzz_cases" / fmt
+    seen_kinds: set[str] = set()
     stats = {"format": fmt, "execs": 0, "crashes": 0, "kinds": {}, "seconds": 0.0, "baseline_execs_s": 0.0}
 
     def one(data: bytes) -> None:
@@ -68,10 +70,18 @@ def _worker(fmt: str, seconds: float, out: Path, store: bool, engine: str) -> No
         except CorruptInputError:
             pass
         except Exception as exc:   # a reader bug: store the input, count it, go on
-            kind = f"{type(exc).__name__}: {str(exc)[:120]}"
+            # one kind per exception type and the line that raised it (messages vary with the input)
+            frame = traceback.extract_tb(exc.__traceback__)[-1]
+            kind = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}: {str(exc)[:80]}"
+            kind_key = f"{type(exc).__name__} at {Path(frame.filename).name}:{frame.lineno}"
             stats["crashes"] += 1
-            stats["kinds"][kind] = stats["kinds"].get(kind, 0) + 1
-            if store and stats["kinds"][kind] == 1:
+            first = kind_key not in seen_kinds
+            seen_kinds.add(kind_key)
+            if first:
+                stats["kinds"][kind] = 0
+            key = next(k for k in stats["kinds"] if k.startswith(kind_key + ":"))
+            stats["kinds"][key] += 1
+            if store and first:
                 cases.mkdir(parents=True, exist_ok=True)
                 (cases / f"{hashlib.sha1(data).hexdigest()}__{name.replace('/', '_')}").write_bytes(data)
 

@@ -37,9 +37,22 @@ class ParquetOptions(KeyOptions):
 def _open(src: Input) -> pq.ParquetFile:
     source = src.arrow_source()
     try:
-        return pq.ParquetFile(source)
-    except (pa.ArrowException, OSError) as exc:
+        pf = pq.ParquetFile(source)
+        pf.schema_arrow.names   # a schema whose names or metadata are not UTF-8 fails here, not later
+        return pf
+    except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
         raise FileCorrupt("corrupt_parquet", str(exc)) from exc
+
+
+def _valid_strings(col: pa.Array) -> pa.Array:
+    """A string column as it is when it is valid UTF-8 (Parquet readers do not check);
+    else with each bad value's bytes decoded with U+FFFD for what is not UTF-8."""
+    try:
+        col.validate(full=True)
+        return col
+    except pa.ArrowInvalid:
+        return pa.array([None if b is None else b.decode("utf-8", "replace")
+                         for b in col.cast(pa.binary()).to_pylist()], pa.string())
 
 
 class ParquetReader(Reader):
@@ -96,7 +109,7 @@ class ParquetReader(Reader):
             for batch in batches:
                 yield self._table(f, batch, row)
                 row += batch.num_rows
-        except (pa.ArrowException, OSError) as exc:
+        except (pa.ArrowException, OSError, UnicodeDecodeError) as exc:
             raise FileCorrupt("corrupt_parquet", f"{exc} (at row {row})") from exc
 
     def _table(self, f: InputFile, batch: pa.RecordBatch, row0: int) -> pa.Table:
@@ -108,6 +121,11 @@ class ParquetReader(Reader):
         details: list[str | None] = [None] * n
         if pa.types.is_large_string(text.type) or pa.types.is_large_binary(text.type):
             text = text.cast(pa.string() if pa.types.is_large_string(text.type) else pa.binary())
+        if pa.types.is_string(text.type):
+            try:
+                text.validate(full=True)   # the file's strings are not checked by the Parquet reader
+            except pa.ArrowInvalid:
+                text = text.cast(pa.binary())   # rows that are not UTF-8 become rejects below
         if pa.types.is_binary(text.type):
             text = self._decode(text, reasons, details)
         lengths = pc.fill_null(pc.binary_length(text), 0).to_numpy(zero_copy_only=False)
@@ -128,12 +146,18 @@ class ParquetReader(Reader):
         keys = locs
         native = [None] * n
         if opts.id_key is not None:
-            native = pc.cast(batch.column(opts.id_key), pa.string()).to_pylist()
+            native = _valid_strings(pc.cast(batch.column(opts.id_key), pa.string())).to_pylist()
             keys = [loc if v is None else v for loc, v in zip(locs, native)]
         meta = [None] * n
         if opts.metadata is not None:
-            meta = [metadata_json(row, opts.metadata, opts.text_key, get_field) for row in batch.to_pylist()]
-        urls = (pc.cast(batch.column(opts.url_key), pa.string()) if opts.url_key is not None
+            try:
+                rows = batch.to_pylist()
+            except UnicodeDecodeError:   # a string field that is not UTF-8
+                rows = pa.RecordBatch.from_arrays(
+                    [_valid_strings(c) if pa.types.is_string(c.type) else c for c in batch.columns],
+                    names=batch.schema.names).to_pylist()
+            meta = [metadata_json(row, opts.metadata, opts.text_key, get_field) for row in rows]
+        urls = (_valid_strings(pc.cast(batch.column(opts.url_key), pa.string())) if opts.url_key is not None
                 else pa.nulls(n, pa.string()))
         reason_arr = pa.array(reasons, pa.string())
         bad = pc.is_valid(reason_arr)
