@@ -418,7 +418,7 @@ def tar_members(stream: BinaryIO, *, rel: str, limits: InputLimits) -> Iterator[
                     if m.size > limits.member_bytes:
                         yield m, _Oversize(m.size, limits.member_bytes)
                     else:
-                        yield m, tar.extractfile(m)
+                        yield m, _Member(tar.extractfile(m), rel, m.name)
                 else:
                     yield m, None
             end = tar.offset
@@ -443,6 +443,28 @@ def tar_members(stream: BinaryIO, *, rel: str, limits: InputLimits) -> Iterator[
     # read the stream to its end, so the compression trailer (gzip CRC...) is checked
     while stream.read(1 << 20):
         pass
+
+
+class _Member:
+    """A tar member's content: a cut inside it is ``read:truncated`` naming the member,
+    whoever reads it (``tarfile`` raises its own ``ReadError`` there)."""
+
+    def __init__(self, fh: Any, rel: str, name: str) -> None:
+        self._fh, self._where = fh, f"{rel}!{name}"
+
+    def read(self, n: int = -1) -> bytes:
+        try:
+            return self._fh.read(n)
+        except (tarfile.ReadError, EOFError) as exc:
+            raise FileCorrupt("truncated", f"{self._where}: the archive ends inside this member ({exc})") from None
+
+    def readinto(self, buf: Any) -> int:
+        data = self.read(len(buf))
+        buf[: len(data)] = data
+        return len(data)
+
+    def close(self) -> None:
+        self._fh.close()
 
 
 class _Oversize:
@@ -473,7 +495,7 @@ def zip_members(fh: BinaryIO, *, rel: str, limits: InputLimits) -> tuple[zipfile
         raise FileCorrupt("corrupt_archive", f"{rel}: {exc}") from None
     except (EOFError, OSError, ValueError, NotImplementedError) as exc:
         raise FileCorrupt("corrupt_archive", f"{rel}: {type(exc).__name__}: {exc}") from None
-    infos = [i for i in z.infolist() if not i.is_dir()]
+    infos = [i for i in z.infolist() if not i.filename.endswith("/")]   # is_dir() fails on an empty name
     if len(infos) > limits.members:
         z.close()
         raise Refused("too_many_members", f"{rel}: {len(infos)} members > limits.members ({limits.members})")

@@ -29,6 +29,7 @@ ALLOWED = {
     "stages/tokenize/train.py": "trains a local tokenizer",
     "stages/tokenize/writer.py": "writes .bin/.idx into a task-local folder that the sink uploads (sink.local_dir)",
     "trainer_bridge/memory.py": "reads /proc/meminfo (host facts, not user data)",
+    "datapipe/reaper.py": "reads /proc/<pid>/stat to find the Ray processes a driver started (host facts, not user data)",
     "trainer_bridge/checkpoint.py": "DCP checkpoints on the trainer's local disk",
     "trainer_bridge/shards.py": "the loader's local hash cache (under a file lock)",
     "trainer_bridge/train.py": "the trainer's local metrics log",
