@@ -10,10 +10,32 @@ post id; ``metadata`` (option) keeps the question row's attributes (``Tags``,
 ``Score``, ``CreationDate``, ...).
 
 The dump lists posts by id and an answer can come long after its question, so the file
-is read twice, streaming both times: the first pass records, per question, the id of
-its last answer (two integers per question); the second holds a question's posts only
-until its last answer has been read, then emits the document. Memory is bounded by the
-questions still waiting for an answer at any point of the file, never the file.
+is read twice, streaming both times through the input layer (decompressed there, its
+end and trailer checked) and expat (:mod:`datapipe.readers._xml`: linear in a row's
+size, no DTD): the first pass records, per question, the position of its last answer
+(two integers per question); the second holds a question's posts only until its last
+answer has been read, then emits the document. Memory is bounded by the questions
+still waiting for an answer at any point of the file, never the file.
+
+**A damaged file** (cut, a ``.bz2``/``.gz`` whose stream ends early, bytes that stop
+parsing): the rule of every reader, documents read before the damage are kept and the
+file adds one reject (``read:truncated``, ``read:truncated_bz2``, ``read:invalid_xml``,
+...). Here a document is a thread, and a thread is *fully read* when its question and
+every answer it has were read before the damage. The first pass stops at the damage,
+so the second groups the rows before it: a thread whose question came before the cut
+is complete unless answers of it lie beyond, which only the question's ``AnswerCount``
+(in every real dump) tells. So a thread with fewer answers read than its
+``AnswerCount`` is ``read:incomplete_thread`` (detail: how many were read), never a
+document missing answers; without an ``AnswerCount`` it is kept with the answers read.
+An answer before the cut whose question is not is ``read:orphan_answer`` as always.
+
+**Budgets.** A row holding more than ``max_doc_bytes`` characters is not kept whole: a
+question's thread is ``read:too_large`` (its answers are not held), an answer is a
+``read:too_large`` reject of its own and its question's document goes on without it; a
+document over ``max_doc_bytes`` once built is ``read:too_large`` too. A row's tag over
+8 x ``max_doc_bytes`` bytes ends the file (``read:too_large``), a ``<!DOCTYPE``
+(``read:xml_dtd``: no entity can expand) and bad bytes (``read:invalid_xml``) too,
+with the rule above. Parsing and answer selection are linear in the file.
 
 Counted rejects, nothing skipped silently: ``read:orphan_answer`` (an answer whose
 question is not in the file; detail: the parent id), ``read:not_a_post`` (post types
@@ -39,19 +61,22 @@ selected answers (``read:few_answers``).
 
 from __future__ import annotations
 
-import bz2
+import bisect
 import html
+import itertools
 import json
 import re
-import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from typing import Iterator, Literal
 
 from datapipe.errors import SpecError
-from datapipe.readers._streams import FileCorrupt, compression_of, open_binary
-from datapipe.readers.base import InputFile, Rec, Reader
+from datapipe.readers._xml import XmlTarget, parse, short
+from datapipe.readers.base import InputFile, Reader, Rec
 
 QUESTION, ANSWER = "1", "2"
+#: a row's tag may be this many times ``max_doc_bytes`` (its HTML is escaped, ``<`` as
+#: ``&lt;``) before the file is refused as ``read:too_large``
+TOKEN_BYTES_PER_DOC_BYTE = 8
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -90,17 +115,47 @@ class StackExchangeOptions:
             raise SpecError(f"option site_url must be an http(s) address, got {self.site_url!r}")
 
 
-_CODE_BLOCK = re.compile(r"(?is)<pre\b.*?</pre>|<code\b.*?</code>")
+_CODE_OPEN = re.compile(r"(?i)<(pre|code)\b")
+_CODE_CLOSE = re.compile(r"(?i)</(pre|code)>")
 _TAG = re.compile(r"<[^>]+>")
 _PROSE_WORD = re.compile(r"[^\W\d_]{2,}")
+
+
+def code_blocks(body: str) -> list[tuple[int, int]]:
+    """Spans of ``<pre ...>...</pre>`` and ``<code ...>...</code>``: the matches of
+    ``(?is)<pre\\b.*?</pre>|<code\\b.*?</code>``, found in linear time (that regex scans to
+    the end of the body from every block that is never closed)."""
+    closes: dict[str, list[int]] = {"pre": [], "code": []}
+    for m in _CODE_CLOSE.finditer(body):
+        closes[m.group(1).lower()].append(m.start())
+    spans: list[tuple[int, int]] = []
+    pos = 0
+    for m in _CODE_OPEN.finditer(body):
+        if m.start() < pos:
+            continue
+        name = m.group(1).lower()
+        i = bisect.bisect_left(closes[name], m.end())
+        if i < len(closes[name]):
+            pos = closes[name][i] + len(name) + 3
+            spans.append((m.start(), pos))
+    return spans
 
 
 def is_code_only(body: str, min_prose_words: int = 3) -> bool:
     """Whether an answer body (HTML) is code with no explanation: it has a code block and
     fewer than ``min_prose_words`` words of letters outside its code blocks."""
-    if not _CODE_BLOCK.search(body):
+    spans = code_blocks(body)
+    if not spans:
         return False
-    prose = html.unescape(_TAG.sub(" ", _CODE_BLOCK.sub(" ", body)))
+    rest, pos = [], 0
+    for s, e in spans:
+        rest.append(body[pos:s])
+        pos = e
+    rest.append(body[pos:])
+    outside = " ".join(rest)
+    # tags end at the next ">"; past the last ">" none can (the regex alone would try each "<" to the end)
+    last = outside.rfind(">") + 1
+    prose = html.unescape(_TAG.sub(" ", outside[:last]) + outside[last:])
     return len(_PROSE_WORD.findall(prose)) < min_prose_words
 
 
@@ -151,55 +206,82 @@ class StackExchangeReader(Reader):
     markup = True
 
     def _compression(self, f: InputFile) -> str | None:
-        return "bz2" if f.path.lower().endswith(".bz2") else compression_of(f.path)
+        return self.input(f).compression()
 
     def _rows(self, f: InputFile) -> Iterator[dict[str, str]]:
-        """The ``<row>`` elements' attributes, streamed."""
-        fh = bz2.open(f.path, "rb") if f.path.lower().endswith(".bz2") else open_binary(f.path, compression_of(f.path))
-        try:
-            with fh:
-                root = None
-                for event, elem in ET.iterparse(fh, events=("start", "end")):
-                    if event == "start":
-                        root = elem if root is None else root
-                        continue
-                    if elem.tag == "row":
-                        yield dict(elem.attrib)
-                        root.clear()
-        except ET.ParseError as exc:
-            raise FileCorrupt("invalid_xml", str(exc)) from exc
+        """The ``<row>`` elements' attributes, streamed through the input layer."""
+        with self.input(f).open() as fh:
+            yield from parse(fh, _RowTarget(), max_token=TOKEN_BYTES_PER_DOC_BYTE * self.max_doc_bytes)
 
     def _records(self, f: InputFile, start: int, end: int | None) -> Iterator[Rec]:
         last_answer: dict[str, int] = {}      # question id -> position of its last answer
         questions: set[str] = set()
-        for pos, row in enumerate(self._rows(f)):
-            kind = row.get("PostTypeId")
-            if kind == QUESTION:
-                questions.add(row.get("Id", ""))
-            elif kind == ANSWER:
-                last_answer[row.get("ParentId", "")] = pos
-        # question id -> [question row (None until read), answers so far]
+        damage: Exception | None = None       # what ended the first pass early (a cut, bad XML)
+        n_rows = 0
+        try:
+            for pos, row in enumerate(self._rows(f)):
+                n_rows = pos + 1
+                kind = row.get("PostTypeId")
+                if kind == QUESTION:
+                    questions.add(row.get("Id", ""))
+                elif kind == ANSWER:
+                    last_answer[row.get("ParentId", "")] = pos
+        except Exception as exc:   # re-raised after the threads read before it (the reader boundary names it)
+            if n_rows == 0:
+                raise
+            damage = exc
+        # question id -> [question row (None until read), answers so far, answers seen, characters
+        # when the question's row is over max_doc_bytes]
         waiting: dict[str, list] = {}
-        for pos, row in enumerate(self._rows(f)):
-            kind, pid = row.get("PostTypeId"), row.get("Id", "")
-            if kind == QUESTION:
-                qid = pid
-                waiting.setdefault(qid, [None, []])[0] = row
-            elif kind == ANSWER:
-                qid = row.get("ParentId", "")
-                if qid not in questions:
+        rows = self._rows(f)
+        try:
+            for pos, row in enumerate(itertools.islice(rows, n_rows)):
+                kind, pid = row.get("PostTypeId"), row.get("Id", "")
+                size = _chars(row)
+                if kind == QUESTION:
+                    qid = pid
+                    thread = waiting.setdefault(qid, [None, [], 0, 0])
+                    if size > self.max_doc_bytes:   # the document would be too: keep only the small attributes
+                        thread[3] = size
+                        row = {k: v for k, v in row.items() if len(v) <= 1024}
+                    thread[0] = row
+                elif kind == ANSWER:
+                    qid = row.get("ParentId", "")
                     key = f"{f.rel}#{pid}"
-                    yield Rec(key, key, reason="orphan_answer", detail=qid, source_id=pid)
+                    if qid not in questions:
+                        yield Rec(key, key, reason="orphan_answer", detail=short(qid), source_id=pid)
+                        continue
+                    thread = waiting.setdefault(qid, [None, [], 0, 0])
+                    thread[2] += 1
+                    if size > self.max_doc_bytes:
+                        yield Rec(key, key, reason="too_large", source_id=pid,
+                                  detail=f"an answer to question {short(qid)} of {size} characters "
+                                         f"> max_doc_bytes ({self.max_doc_bytes}); left out of the question's document")
+                    else:
+                        thread[1].append(row)
+                else:
+                    key = f"{f.rel}#{pid}"
+                    yield Rec(key, key, reason="not_a_post", detail=f"PostTypeId {short(kind)}", source_id=pid)
                     continue
-                waiting.setdefault(qid, [None, []])[1].append(row)
-            else:
-                key = f"{f.rel}#{pid}"
-                yield Rec(key, key, reason="not_a_post", detail=f"PostTypeId {kind}", source_id=pid)
-                continue
-            question, answers = waiting[qid]
-            if question is not None and last_answer.get(qid, -1) <= pos:   # no answer left to come
-                del waiting[qid]
-                yield self._document(f, question, answers)
+                question, answers, seen, too_large = waiting[qid]
+                if question is not None and last_answer.get(qid, -1) <= pos:   # no answer left to come
+                    del waiting[qid]
+                    if too_large:
+                        key = f"{f.rel}#{qid}"
+                        yield Rec(key, key, reason="too_large", source_id=qid,
+                                  detail=f"the question's row holds {too_large} characters > max_doc_bytes "
+                                         f"({self.max_doc_bytes})")
+                    elif damage is not None and seen < _int(question.get("AnswerCount")):
+                        key = f"{f.rel}#{qid}"
+                        yield Rec(key, key, reason="incomplete_thread", source_id=qid,
+                                  detail=f"{seen} of the question's {_int(question.get('AnswerCount'))} answers "
+                                         "(AnswerCount) were read before the file's damage; the rest were not")
+                    else:
+                        yield self._document(f, question, answers)
+        finally:
+            rows.close()
+        if damage is not None:
+            raise damage
 
     def _document(self, f: InputFile, question: dict[str, str], answers: list[dict[str, str]]) -> Rec:
         opts: StackExchangeOptions = self.options
@@ -225,6 +307,19 @@ class StackExchangeReader(Reader):
             return Rec(key, key, reason="too_large", detail=self._too_large(len(raw)), source_id=qid, metadata=meta)
         url = f"{opts.site_url.rstrip('/')}/questions/{qid}" if opts.site_url else None
         return Rec(key, key, raw=raw, url=url, source_id=qid, metadata=meta)
+
+
+class _RowTarget(XmlTarget):
+    """Collects each ``<row>``'s attributes."""
+
+    def start(self, tag: str, attrib: dict[str, str]) -> None:
+        super().start(tag, attrib)
+        if tag == "row":
+            self.ready.append(attrib)
+
+
+def _chars(row: dict[str, str]) -> int:
+    return sum(len(v) for v in row.values())
 
 
 def _int(value: str | None) -> int:
