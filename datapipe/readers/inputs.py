@@ -54,7 +54,7 @@ from typing import Any, BinaryIO, Iterator
 from datapipe import fs
 from datapipe.deadline import DocumentTimeout, deadline
 from datapipe.errors import SpecError
-from datapipe.readers._streams import FileCorrupt, compression_of, decompress
+from datapipe.readers._streams import FileCorrupt, compression_of, decompress, read_upto
 
 #: every reason the input layer itself gives (``read:`` + one of these)
 REASONS = ("outside_inputs", "not_regular_file", "dangling_link", "too_large", "too_many_members",
@@ -286,19 +286,6 @@ class Input:
         """At most ``limit`` bytes of the content (as stored unless ``compression``)."""
         with self.open(compression=compression) as fh:
             return read_upto(fh, limit)
-
-
-def read_upto(stream: Any, limit: int) -> bytes:
-    """Read until ``limit`` bytes or EOF (``read(n)`` on some streams returns short)."""
-    parts = []
-    got = 0
-    while got < limit:
-        b = stream.read(limit - got)
-        if not b:
-            break
-        parts.append(b)
-        got += len(b)
-    return b"".join(parts)
 
 
 def _size(fh: Any) -> int | None:
