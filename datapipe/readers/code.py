@@ -354,8 +354,9 @@ class CodeReader(Reader):
                 rows.append(row)
                 nbytes += row.nbytes if row.text is not None else 0
                 if len(rows) >= self.batch_rows or nbytes >= _BATCH_BYTES:
-                    yield self._table(rows)
-                    rows, nbytes = [], 0
+                    table = self._table(rows)
+                    rows, nbytes = [], 0   # let the rows' texts go before the table is handed on
+                    yield table
         if rows:
             yield self._table(rows)
 
