@@ -112,7 +112,10 @@ def _worker(fmt: str, seconds: float, out: Path, store: bool, engine: str) -> No
         corpus.mkdir()
         (corpus / "seed").write_bytes(seed)
         record()
-        atheris.Setup([sys.argv[0], f"-max_total_time={int(seconds)}", "-rss_limit_mb=4096",
+        # a hang (one input past 60 s) or a blow-up (4 GB) ends the worker; libFuzzer saves the
+        # input beside the stats as <format>-timeout-<sha1> / <format>-oom-<sha1>
+        atheris.Setup([sys.argv[0], f"-max_total_time={int(seconds)}", "-rss_limit_mb=4096", "-timeout=60",
+                       f"-artifact_prefix={out.parent / (fmt + '-')}",
                        "-max_len=" + str(max(4096, 2 * len(seed))), "-print_final_stats=0", str(corpus)],
                       test_one)
         atheris.Fuzz()   # exits the process when the time is up
@@ -165,15 +168,23 @@ def main() -> None:
             out = outdir / f"{fmt}.json"
             cmd = [sys.executable, __file__, "--worker", fmt, "--seconds", str(args.seconds), "--out", str(out),
                    "--engine", args.engine] + (["--store"] if args.store else [])
-            running.append((fmt, out, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)))
+            log = open(outdir / f"{fmt}.log", "wb")   # libFuzzer's status lines: a pipe would fill and block it
+            running.append((fmt, out, subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=log)))
+            log.close()
         time.sleep(0.5)
         for item in list(running):
             fmt, out, proc = item
             if proc.poll() is None:
                 continue
             running.remove(item)
-            err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+            err = (outdir / f"{fmt}.log").read_text(errors="replace")
             results[fmt] = json.loads(out.read_text()) if out.exists() else {"error": err[-500:]}
+            artifacts = sorted(p.name for p in outdir.glob(f"{fmt}-*-*"))
+            if artifacts:   # libFuzzer stopped on a hang or a memory blow-up
+                results[fmt].setdefault("kinds", {})
+                for a in artifacts:
+                    results[fmt]["kinds"][f"libFuzzer {a.split('-')[1]} (input in {outdir / a})"] = 1
+                results[fmt]["crashes"] = results[fmt].get("crashes", 0) + len(artifacts)
             feats = [ln for ln in err.splitlines() if " ft: " in ln]
             results[fmt]["features"] = feats[-1].split(" ft: ")[1].split()[0] if feats else "-"
     print(f"engine: {args.engine}; {args.seconds:.0f} s per reader; crashes stored: {args.store}")
