@@ -280,7 +280,7 @@ class Input:
             raise
         if comp is None:
             return stream   # a plain file: its size was checked against the budget
-        return io.BufferedReader(_Bounded(stream, fh, limit, self.rel), buffer_size=1 << 20)  # type: ignore[return-value]
+        return _Bounded(stream, fh, limit, self.rel)  # type: ignore[return-value]
 
     def read(self, limit: int, *, compression: str | None | bool = False) -> bytes:
         """At most ``limit`` bytes of the content (as stored unless ``compression``)."""
@@ -298,26 +298,57 @@ def _size(fh: Any) -> int | None:
             return None
 
 
-class _Bounded(io.RawIOBase):
-    """A decompressed stream that ends in ``read:too_large`` past ``limit`` bytes."""
+class _Bounded(io.BufferedIOBase):
+    """A decompressed stream that ends in ``read:too_large`` past ``limit`` bytes. It adds
+    no buffer of its own (the decompressor has one): each call is the decompressor's,
+    counted, and a call with no size asks for at most what the budget has left, so no
+    single call can hold more than the budget."""
 
     def __init__(self, inner: Any, raw: Any, limit: int, rel: str) -> None:
         super().__init__()
         self._inner, self._raw, self._limit, self._rel, self._got = inner, raw, limit, rel, 0
 
-    def readable(self) -> bool:
-        return True
+    def _left(self, n: int | None) -> int:
+        left = self._limit - self._got + 1   # one past the budget, so a breach is seen
+        return left if n is None or n < 0 else min(n, left)
 
-    def readinto(self, buf: Any) -> int:  # type: ignore[override]
-        # read1: what the decompressor has now, so the bytes before a cut reach the
-        # reader before the error does (readinto would fill the buffer first and lose them)
-        data = self._inner.read1(len(buf))
-        n = len(data)
-        buf[:n] = data
+    def _count(self, n: int) -> None:
         self._got += n
         if self._got > self._limit:
             raise Refused("too_large", f"{self._rel}: decompresses past limits.file_bytes ({self._limit} bytes)")
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, n: int | None = -1) -> bytes:
+        data = self._inner.read(self._left(n))
+        self._count(len(data))
+        return data
+
+    def read1(self, n: int = -1) -> bytes:
+        data = self._inner.read1(self._left(n))
+        self._count(len(data))
+        return data
+
+    def readline(self, limit: int | None = -1) -> bytes:
+        line = self._inner.readline(self._left(limit))
+        self._count(len(line))
+        return line
+
+    def readinto(self, buf: Any) -> int:  # type: ignore[override]
+        view = memoryview(buf)[: self._left(len(buf))]
+        n = self._inner.readinto(view) or 0
+        self._count(n)
         return n
+
+    def readinto1(self, buf: Any) -> int:  # type: ignore[override]
+        view = memoryview(buf)[: self._left(len(buf))]
+        n = (self._inner.readinto1 if hasattr(self._inner, "readinto1") else self._inner.readinto)(view) or 0
+        self._count(n)
+        return n
+
+    def peek(self, n: int = 0) -> bytes:
+        return self._inner.peek(n) if hasattr(self._inner, "peek") else b""
 
     def close(self) -> None:
         if not self.closed:

@@ -13,13 +13,13 @@ import io
 import json
 import logging
 import os
-import resource
 import tarfile
 import time
 from pathlib import Path
 
 import pytest
 
+from peak_memory import maxrss_mb, rss_mark
 from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers import READERS, InputFile
 from datapipe.readers.arxiv import MAX_VERSION, BadName, parse_id
@@ -92,10 +92,6 @@ def _outside(tmp_path: Path) -> Path:
     return out
 
 
-def _maxrss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 # ------------------------------------------------------------------ 1. a .tex folder
 
 def test_folder_includes_never_leave_the_inputs_nor_block(tmp_path):
@@ -159,11 +155,11 @@ def test_giant_sibling_is_read_only_up_to_the_budget(tmp_path):
     (root / "main.tex").write_text("\\documentclass{article}\n\\section{A}\nText.\n\\input{big}\n")
     with open(root / "big.tex", "wb") as fh:
         fh.truncate(1 << 30)
-    before = _maxrss_mb()
+    before = rss_mark()
     t0 = time.perf_counter()
     rows = _read(root)
     took = time.perf_counter() - t0
-    grew = _maxrss_mb() - before
+    grew = maxrss_mb() - before
     reasons = {r["origin"]: r["_reject_reason"] for r in rows}
     assert reasons == {"main.tex": "read:expansion_limit", "big.tex": "read:too_large"}
     assert grew < 200, f"peak RSS grew by {grew:.0f} MB"
@@ -385,12 +381,12 @@ def test_macro_bomb_stops_at_the_budget(limits, tmp_path):
     root.mkdir()
     (root / "arXiv_src_1712_009.tar").write_bytes(_tar({"1712/1712.00001v1.gz": _gz(DEF_BOMB),
                                                         "1712/1712.00002v1.gz": _gz(_paper(2))}))
-    before = _maxrss_mb()
+    before = rss_mark()
     t0 = time.perf_counter()
     rows = _read(root, limits=limits)
     took = time.perf_counter() - t0
     assert took < 2, f"{took:.2f} s"
-    assert _maxrss_mb() - before < 300
+    assert maxrss_mb() - before < 300
     reasons = {r["source_id"]: r["_reject_reason"] for r in rows}
     assert reasons == {"1712.00001v1": "read:expansion_limit", "1712.00002v1": None}
 
@@ -403,14 +399,14 @@ def test_long_missing_input_names_are_bounded(tmp_path):
     for n, size in ((1, 1000), (2, 100_000)):
         files = _fanout(depth=6, ways=4) | {"a6.tex": b"\\input{" + b"n" * size + b"}"}
         (root / f"1712.0000{n}v1.gz").write_bytes(_gz(_tar(files)))
-    before = _maxrss_mb()
+    before = rss_mark()
     t0 = time.perf_counter()
     rows = _read(root)
     assert time.perf_counter() - t0 < 2
     missing = json.loads(_docs(rows)["1712.00001v1"]["metadata"])["missing_inputs"]
     assert len(missing) == 4**6 and max(map(len, missing)) <= 303
     assert {r["source_id"]: r["_reject_reason"] for r in rows}["1712.00002v1"] == "read:expansion_limit"
-    assert _maxrss_mb() - before < 100
+    assert maxrss_mb() - before < 100
 
 
 def test_macro_argument_bomb_is_checked_before_it_is_built(tmp_path):
@@ -421,10 +417,10 @@ def test_macro_argument_bomb_is_checked_before_it_is_built(tmp_path):
     root = tmp_path / "in"
     root.mkdir()
     (root / "1712.00001v1.gz").write_bytes(_gz(tex))
-    before = _maxrss_mb()
+    before = rss_mark()
     rows = _read(root, limits=InputLimits(expanded_bytes=1 << 20))
     assert [r["_reject_reason"] for r in rows] == ["read:expansion_limit"]
-    assert _maxrss_mb() - before < 25
+    assert maxrss_mb() - before < 25
 
 
 def test_pathological_cleaning_is_a_timeout(tmp_path):

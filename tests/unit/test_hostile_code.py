@@ -298,7 +298,10 @@ BOMB_READ = textwrap.dedent("""
                 else:
                     why.append(reason)
     print(json.dumps({"docs": n_docs, "text_bytes": text_bytes, "rejects": why, "most_rows": most_rows,
-                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      # VmHWM: this process image's own peak (ru_maxrss keeps the forking
+                      # parent's high-water mark across exec)
+                      "rss_mb": next(int(l.split()[1]) for l in open("/proc/self/status")
+                                     if l.startswith("VmHWM")) / 1024,
                       "seconds": time.perf_counter() - t0}))
 """)
 

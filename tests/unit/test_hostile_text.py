@@ -3,11 +3,10 @@ bounded by ``max_doc_bytes``, not by the file (a 256 MiB line, a 256 MiB paragra
 
 from __future__ import annotations
 
-import os
-import resource
 
 import pytest
 
+from peak_memory import maxrss_mb, rss_mark
 from datapipe.readers import InputFile, READERS
 from datapipe.readers.base import read_split
 
@@ -29,9 +28,9 @@ def test_a_giant_line_or_section_is_too_large_in_bounded_memory(tmp_path, split)
         fh.write(b"= Title =\nshort first document\n\n")
         fh.write(b"a" * (256 << 20))            # one line of 256 MiB, no newline in it
         fh.write(b"\n\n= Next =\nthe document after it\n")
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = rss_mark()
     rows = _rows(path, split=split, **({"pattern": "^= "} if split == "regex" else {}))
-    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    grew_mb = maxrss_mb() - before
     kept = [r["text"] for r in rows if r["_reject_reason"] is None]
     assert [r["_reject_reason"] for r in rows if r["_reject_reason"]] == ["read:too_large"]
     assert any("the document after it" in t for t in kept)

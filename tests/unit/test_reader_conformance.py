@@ -27,7 +27,6 @@ import json
 import lzma
 import os
 import re
-import resource
 import tarfile
 import zipfile
 from pathlib import Path
@@ -38,6 +37,7 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
+from peak_memory import maxrss_mb, rss_mark
 from datapipe import fs
 from datapipe.errors import CorruptInputError
 from datapipe.readers import InputFile, reader_registry
@@ -386,9 +386,9 @@ def test_giant_input_stays_inside_the_budget(fmt, tmp_path):
         fh.truncate(4 << 30)
     zeros = zstandard.ZstdCompressor(level=3).compress(b"\x00" * (256 << 20))
     (root / Path(name).parent / f"bomb{suffix}.zst").write_bytes(zeros)
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    before = rss_mark()
     rows = run(fmt, root, limits=InputLimits(file_bytes=64 << 20, member_bytes=8 << 20))
-    grew_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    grew_mb = maxrss_mb() - before
     check_promises(rows, must_name=[f"giant{suffix}"])
     assert grew_mb < 1024, f"peak memory grew by {grew_mb:.0f} MB"
 
