@@ -524,6 +524,11 @@ class NotRegularFile(OSError):
         self.kind = kind
 
 
+def kind_of(mode: int) -> str:
+    """What a file mode names, for messages: ``a FIFO``, ``a socket``, ``a folder``..."""
+    return _kind(mode)
+
+
 def _kind(mode: int) -> str:
     for test, kind in ((stat_.S_ISFIFO, "a FIFO"), (stat_.S_ISCHR, "a character device"),
                        (stat_.S_ISBLK, "a block device"), (stat_.S_ISSOCK, "a socket"),

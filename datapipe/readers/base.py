@@ -323,10 +323,19 @@ class Reader:
             raise SpecError(f"limits must be an InputLimits, got {limits!r}")
         self.limits = limits if limits is not None else DEFAULT_LIMITS
 
+    def __getstate__(self) -> dict:
+        # the input layer's caches are per process: a task on another node resolves anew
+        return {k: v for k, v in self.__dict__.items() if k not in ("_real_dirs", "_last_input")}
+
     def input(self, f: InputFile) -> Input:
         """``f`` through the input layer: the only way a reader reaches its bytes
         (confined to the declared inputs, regular files only, under ``limits``)."""
-        return Input.of(f, self.limits)
+        cached = self.__dict__.get("_last_input")
+        if cached is not None and cached[0] is f:
+            return cached[1]
+        src = Input.of(f, self.limits, self.__dict__.setdefault("_real_dirs", {}))
+        self.__dict__["_last_input"] = (f, src)
+        return src
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(source={self.source!r}, options={self.options!r})"

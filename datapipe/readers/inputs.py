@@ -46,6 +46,7 @@ import functools
 import io
 import os
 import posixpath
+import stat as stat_
 import tarfile
 import zipfile
 from dataclasses import dataclass
@@ -129,17 +130,39 @@ class Input:
     """One path seen through the input layer: confined to ``roots``, read under
     ``limits``. ``rel`` names it in rejects (relative to the source root)."""
 
-    __slots__ = ("path", "rel", "roots", "storage", "limits")
+    __slots__ = ("path", "rel", "roots", "storage", "limits", "_dirs", "_real")
 
     def __init__(self, path: str, rel: str, roots: tuple[str, ...], storage: Any = None,
-                 limits: InputLimits = DEFAULT_LIMITS) -> None:
+                 limits: InputLimits = DEFAULT_LIMITS, dirs: dict[str, str] | None = None) -> None:
         self.path, self.rel, self.roots, self.storage, self.limits = path, rel, roots, storage, limits
+        self._dirs = dirs      # folder -> real path, shared by one reader's inputs (a split's files)
+        self._real: str | None = None
 
     @classmethod
-    def of(cls, f: Any, limits: InputLimits = DEFAULT_LIMITS) -> "Input":
-        """The input layer's view of an :class:`~datapipe.readers.base.InputFile`."""
+    def of(cls, f: Any, limits: InputLimits = DEFAULT_LIMITS, dirs: dict[str, str] | None = None) -> "Input":
+        """The input layer's view of an :class:`~datapipe.readers.base.InputFile`;
+        ``dirs``: a cache of folders' real paths, for the files of one split."""
         roots = getattr(f, "roots", ()) or roots_of(f.path, f.rel)
-        return cls(f.path, f.rel, tuple(roots), f.storage, limits)
+        return cls(f.path, f.rel, tuple(roots), f.storage, limits, dirs)
+
+    def _real_path(self) -> str:
+        """The local path with every link in it followed. The folder part comes from the
+        reader's cache (one ``realpath`` per folder, not per file); a last component that
+        is a link is followed in full. The open that follows is ``O_NOFOLLOW`` on it."""
+        if self._real is None:
+            local = fs.local_path(self.path)
+            head, name = os.path.split(local)
+            if self._dirs is None or name in ("", ".", "..") or not head:
+                self._real = os.path.realpath(local)
+            else:
+                real_dir = self._dirs.get(head)
+                if real_dir is None:
+                    real_dir = os.path.realpath(head)
+                    if len(self._dirs) < 4096:
+                        self._dirs[head] = real_dir
+                cand = os.path.join(real_dir, name)
+                self._real = os.path.realpath(cand) if os.path.islink(cand) else cand
+        return self._real
 
     def __repr__(self) -> str:
         return f"Input({self.path!r}, roots={self.roots!r})"
@@ -149,7 +172,7 @@ class Input:
     def at(self, path: str, rel: str | None = None) -> "Input":
         """Another path (a sibling, an include, a repository's ``.gitignore``) under the
         same roots and limits; checked when it is opened, like this one."""
-        return Input(path, rel if rel is not None else path, self.roots, self.storage, self.limits)
+        return Input(path, rel if rel is not None else path, self.roots, self.storage, self.limits, self._dirs)
 
     def sibling(self, name: str) -> "Input":
         """``name`` (``/``-separated, relative) beside this file."""
@@ -161,8 +184,18 @@ class Input:
 
     def check(self) -> None:
         """Raise :class:`Refused` unless the path is a regular file inside the roots.
-        Opening checks again (on the open descriptor); this is for skipping early."""
-        self._open_raw().close()
+        Opening checks again (on the open descriptor); this is for refusing early."""
+        if not fs.is_local(self.path):
+            if not self._key_inside():
+                raise self._refuse_outside(self.path)
+            return
+        real = self._confined()
+        try:
+            mode = os.stat(real).st_mode
+        except FileNotFoundError:
+            raise self._missing() from None
+        if not stat_.S_ISREG(mode):
+            raise Refused("not_regular_file", f"{self.rel} is {fs.kind_of(mode)}, not a regular file; not read")
 
     def is_file(self) -> bool:
         """Whether the path is a regular file inside the roots (no exception)."""
@@ -208,19 +241,25 @@ class Input:
             if not self._key_inside():
                 raise self._refuse_outside(self.path)
             return fs.open_input(self.path, self.storage)
-        local = fs.local_path(self.path)
-        real = os.path.realpath(local)
-        if not any(_inside(real, _real_root(r)) for r in self.roots):
-            raise self._refuse_outside(real)
+        real = self._confined()
         try:
             return fs.open_regular(real)
         except fs.NotRegularFile as exc:
             raise Refused("not_regular_file", f"{self.rel} is {exc.kind}, not a regular file; not read") from None
         except FileNotFoundError:
-            if os.path.islink(local):
-                raise Refused("dangling_link", f"{self.rel} is a link to {os.readlink(local)!r}, "
-                                               "which does not exist") from None
-            raise
+            raise self._missing() from None
+
+    def _confined(self) -> str:
+        real = self._real_path()
+        if not any(_inside(real, _real_root(r)) for r in self.roots):
+            raise self._refuse_outside(real)
+        return real
+
+    def _missing(self) -> BaseException:
+        local = fs.local_path(self.path)
+        if os.path.islink(local):
+            return Refused("dangling_link", f"{self.rel} is a link to {os.readlink(local)!r}, which does not exist")
+        return FileNotFoundError(f"{self.path}: no such file")
 
     # -- reading ---------------------------------------------------------------------
 
@@ -243,7 +282,7 @@ class Input:
         if not fs.is_local(self.path):
             fh.close()
             return fs.arrow_input(self.path, self.storage)
-        real = os.path.realpath(fs.local_path(self.path))
+        real = self._real_path()
         try:
             real.encode("utf-8")
         except UnicodeEncodeError:
