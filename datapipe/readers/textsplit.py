@@ -25,6 +25,7 @@ piece has its own id.
 from __future__ import annotations
 
 import codecs
+import functools
 import io
 import re
 from typing import Iterable, Iterator
@@ -55,25 +56,15 @@ def check_split_options(opts) -> None:
         raise SpecError("option max_chars needs split (paragraphs, lines or regex)")
 
 
-def bounded_lines(stream, cap: int) -> Iterator[str | None]:
-    """The lines of a text stream, each at most ``cap`` characters; a longer line is
-    ``None`` (read through to its end, never held): memory stays bounded by ``cap``
-    whatever the file holds."""
-    while True:
-        line = stream.readline(cap + 1)
-        if not line:
-            return
-        if len(line) > cap and not line.endswith("\n"):
-            while True:
-                more = stream.readline(cap + 1)
-                if not more or more.endswith("\n"):
-                    break
-            yield None
-        else:
-            yield line
+def bounded_lines(stream, cap: int) -> Iterator[str]:
+    """The lines of a text stream in pieces of at most ``cap`` + 1 characters (a C-level
+    iterator: no Python frame per line). A piece of ``cap`` + 1 characters that does not
+    end the line is a line longer than ``cap``: :func:`_sections` reads it through
+    without holding it."""
+    return iter(functools.partial(stream.readline, cap + 1), "")
 
 
-def _sections(lines: Iterable[str | None], split: str, pattern: re.Pattern | None,
+def _sections(lines: Iterable[str], split: str, pattern: re.Pattern | None,
               cap: int | None = None, flush: bool = False) -> Iterator[tuple[int, list[str] | None]]:
     """``(first line number, lines)`` of each piece, blank edges trimmed, blank pieces
     dropped. A piece past ``cap`` characters (or holding a line ``None``: longer than
@@ -82,7 +73,16 @@ def _sections(lines: Iterable[str | None], split: str, pattern: re.Pattern | Non
     buf: list[str] = []
     size, over = 0, False
     first = 0
-    for no, line in enumerate(lines, 1):
+    no = 0
+    long_line = False   # inside a line longer than cap: its pieces are passed over
+    for line in lines:
+        if long_line:
+            long_line = not line.endswith("\n")
+            continue
+        no += 1
+        if cap is not None and len(line) > cap and not line.endswith("\n"):
+            long_line = True
+            line = None
         if line is None:
             if split == "lines":
                 yield no, None
@@ -169,7 +169,7 @@ def _cut(first: int, lines: list[str], max_chars: int) -> Iterator[tuple[int, in
         yield start, start_col, text
 
 
-def split_text(lines: Iterable[str | None], *, split: str, pattern: str | None = None,
+def split_text(lines: Iterable[str], *, split: str, pattern: str | None = None,
                max_chars: int = 0, cap: int | None = None) -> Iterator[tuple[int, int, str | None]]:
     """``(first line number, column, text)`` for each document of a file's lines; the
     column is 0 unless the document is a later piece of one line cut at ``max_chars``.
