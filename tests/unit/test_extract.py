@@ -40,7 +40,12 @@ def reasons(out):
 
 def big_page(shared_dir, n_pages: int = 40) -> bytes:
     """A real-content page of a few MB: the bodies of many real pages, scripts removed.
-    trafilatura spends seconds on it (pure Python, so the time limit can stop it)."""
+    trafilatura spends seconds on it (pure Python, so the time limit can stop it), unless
+    an earlier test in this process extracted the same pages: its caches (the paragraph
+    de-duplication LRU) then make it fast, so they are emptied here first."""
+    from trafilatura.meta import reset_caches
+
+    reset_caches()
     bodies = []
     for _, raw in pages(shared_dir, n_pages):
         s = raw.decode("utf-8", "replace")
