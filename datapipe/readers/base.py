@@ -387,8 +387,8 @@ class Reader:
             start, end = (split.start, split.end) if ranged else (0, None)
             try:
                 if start == 0:
-                    self.input(f).check()   # refused (outside the inputs, a FIFO...) before anything is read
-                    if fs.stat(f.path, f.storage).size == 0:
+                    size = self.input(f).check()   # refused (outside the inputs, a FIFO...) before anything is read
+                    if (size if size is not None else fs.stat(f.path, f.storage).size) == 0:
                         raise FileCorrupt("empty_file", "the file has 0 bytes")
                 for rec in self._records(f, start, end):
                     if isinstance(rec, pa.Table):  # a vectorised reader's ready batch
@@ -400,7 +400,7 @@ class Reader:
                     table = rows.add(rec)
                     if table is not None:
                         yield table
-            except (*_FILE_ERRORS, Exception) as exc:
+            except Exception as exc:   # _FILE_ERRORS are classified; anything else is a reader_error
                 if not isinstance(exc, _FILE_ERRORS) and strict():
                     raise
                 reason, detail = (classify(exc, self._compression(f)) if isinstance(exc, _FILE_ERRORS)
@@ -471,7 +471,7 @@ def read_split(reader: Reader, split: ReadSplit) -> Iterator[pa.Table]:
         yield from reader.read(split)
     except CorruptInputError:
         raise
-    except (FileCorrupt, Exception) as exc:
+    except Exception as exc:
         if not isinstance(exc, FileCorrupt) and strict():
             raise
         reason, detail = (exc.reason, exc.detail) if isinstance(exc, FileCorrupt) else ("reader_error", _error_detail(exc))

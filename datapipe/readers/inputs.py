@@ -182,20 +182,23 @@ class Input:
 
     # -- checks ----------------------------------------------------------------------
 
-    def check(self) -> None:
-        """Raise :class:`Refused` unless the path is a regular file inside the roots.
-        Opening checks again (on the open descriptor); this is for refusing early."""
+    def check(self) -> int | None:
+        """Raise :class:`Refused` unless the path is a regular file inside the roots;
+        its size when the check learned it (locally), else None. Opening checks again
+        (on the open descriptor); this is for refusing early."""
         if not fs.is_local(self.path):
             if not self._key_inside():
                 raise self._refuse_outside(self.path)
-            return
+            return None
         real = self._confined()
         try:
-            mode = os.stat(real).st_mode
+            st = os.stat(real)
         except FileNotFoundError:
             raise self._missing() from None
+        mode = st.st_mode
         if not stat_.S_ISREG(mode):
             raise Refused("not_regular_file", f"{self.rel} is {fs.kind_of(mode)}, not a regular file; not read")
+        return st.st_size
 
     def is_file(self) -> bool:
         """Whether the path is a regular file inside the roots (no exception)."""
