@@ -50,8 +50,8 @@ from datapipe.errors import SpecError
 from datapipe.passes import STORAGE, Hash, Output, Pass, Preparation
 from datapipe.stage import Compute, Rewrite, RewriteFilterStage, StageConfig, StageContext
 from stages.decontam import passes as P
-from stages.decontam.ngrams import (BloomIndex, NgramIndex, build_index, match, ngram_hashes, normalize,
-                                    read_eval_items, text_ngram_hashes, words)
+from stages.decontam.ngrams import (BloomIndex, NgramIndex, eval_input, build_index, match, ngram_hashes,
+                                    normalize, read_eval_items, text_ngram_hashes, words)
 
 log = logging.getLogger(__name__)
 
@@ -115,24 +115,35 @@ def _eval_bytes(files: tuple[str, ...]) -> int:
     return sum(fs.stat(p).size for p in files)
 
 
+def _fully_checked(files: tuple[str, ...]) -> bool:
+    """Whether the config check read all of these files: stored as plain text (a
+    compressed file may grow past :data:`CHECK_BYTES`) and :data:`CHECK_BYTES` in all."""
+    return (_eval_bytes(files) <= CHECK_BYTES
+            and all(eval_input(p, None).compression() is None for p in files))
+
+
 def _check_eval_set(name: str, files: tuple[str, ...], *, n: int, fields: tuple[str, ...]) -> None:
-    """Warn when benchmark ``name`` cannot match anything (an empty set is otherwise a
-    silent no-op). Reads its files, up to :data:`CHECK_BYTES`, until the first item of
-    ``n`` words; a file that cannot be read is the error the run would give."""
+    """Open every file of benchmark ``name`` the way the run will (decompressed, parsed),
+    so a file that cannot be read is the error the run would give, here, naming it; and
+    warn when the benchmark cannot match anything (an empty set is otherwise a silent
+    no-op). Reads :data:`CHECK_BYTES` of decompressed text in all (at least the first
+    1 MiB of each file), until the first item of ``n`` words; a set read only in part is
+    judged from the index passes' summary during the run (:meth:`Decontaminate.after_prepare`)."""
     if not files:
         _warn_unmatchable(name, "lists no files", n)
         return
-    if _eval_bytes(files) > CHECK_BYTES:
-        return   # the run's summary decides (Decontaminate.after_prepare)
-    items = 0
+    items, left, matchable = 0, CHECK_BYTES, False
     for uri in files:
+        limit = max(left, 1 << 20)
         try:
-            texts = read_eval_items(uri, fields)
+            texts = read_eval_items(uri, fields, limit=limit)
         except (OSError, ValueError, pa.ArrowException) as e:
             raise SpecError(f"decontaminate: evaluation file {uri} cannot be read: {e}; fix or remove it") from None
+        left = max(0, left - sum(len(t) for t in texts))
         items += len(texts)
-        if texts and len(text_ngram_hashes(texts, n)[0]):
-            return
+        matchable = matchable or bool(texts and len(text_ngram_hashes(texts, n)[0]))
+    if matchable or not _fully_checked(files):
+        return   # larger or compressed sets: the run's summary decides (Decontaminate.after_prepare)
     _warn_unmatchable(name, "has no items" if not items else f"has {items} item(s), all shorter than {n} words",
                       n, fields)
 
@@ -202,7 +213,7 @@ class Decontaminate(RewriteFilterStage):
             per.setdefault(name, {"items": 0, "short_items": 0, "ngrams": 0})["distinct_ngrams"] = c
         for name, files in self.config.eval_sets.items():
             got = per[name]
-            if not got["ngrams"] and files and _eval_bytes(files) > CHECK_BYTES:   # smaller: said at validate
+            if not got["ngrams"] and files and not _fully_checked(files):   # else: said at validate
                 _warn_unmatchable(name, "has no items" if not got["items"] else
                                   f"has {got['items']} item(s), all shorter than {self.config.n} words",
                                   self.config.n, self.config.text_fields)

@@ -23,13 +23,18 @@ from __future__ import annotations
 import io
 import json
 import logging
+import lzma
+import zlib
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import zstandard
 
 from datapipe import fs
+from datapipe.readers._streams import FileCorrupt, classify, strip_compression
+from datapipe.readers.inputs import Input
 from stages._radix import RadixIndex
 
 log = logging.getLogger(__name__)
@@ -39,6 +44,7 @@ _P = 0x100000001B3 * 2 + 1          # word-byte multiplier (odd: invertible modu
 _P_INV = pow(_P, -1, 2**64)
 _Q = 0x9E3779B97F4A7C15              # n-gram combiner
 _LEN_MIX = 0xC2B2AE3D27D4EB4F
+_READ = 1 << 20
 
 
 def normalize(texts: pa.Array) -> pa.Array:
@@ -191,11 +197,44 @@ class NgramIndex:
                        items=meta["items"], short_items=meta["short_items"])
 
 
-def read_eval_items(uri: str, fields: tuple[str, ...], storage: fs.StorageOptions | None = None) -> list[str]:
+def eval_input(uri: str, storage: fs.StorageOptions | None) -> Input:
+    """An evaluation file through the input layer (a side input the user named, like
+    arXiv's ``metadata_file``): rooted at its own folder, and locally also at the folder
+    its link leads to (a named link, e.g. into a download cache, is followed)."""
+    import os
+
+    roots = [fs.parent(uri) or "."]
+    if fs.is_local(uri):
+        roots.append(os.path.dirname(os.path.realpath(fs.local_path(uri))))
+    return Input(uri, fs.basename(uri), tuple(roots), storage)
+
+
+def _read_all(fh, limit: int | None) -> bytes:
+    """The stream's bytes (to ``limit``) in 1 MiB reads (a bounded stream's ``read()``
+    would ask its decompressor for the whole budget at once)."""
+    parts, got = [], 0
+    while limit is None or got < limit:
+        b = fh.read(_READ if limit is None else min(_READ, limit - got))
+        if not b:
+            break
+        parts.append(b)
+        got += len(b)
+    return b"".join(parts)
+
+
+def read_eval_items(uri: str, fields: tuple[str, ...], storage: fs.StorageOptions | None = None, *,
+                    limit: int | None = None) -> list[str]:
     """The texts of one evaluation file: JSONL (``.jsonl``/``.json``: one object a line,
     each of ``fields`` that is present, a string or a list of strings), Parquet (the
-    same fields as columns), else plain text (one item a non-empty line)."""
-    name = uri.lower()
+    same fields as columns), else plain text (one item a non-empty line). Compressed
+    files (``.gz``, ``.zst``, ``.bz2``, ``.xz``, or those magic bytes: how benchmarks
+    ship, e.g. ``HumanEval.jsonl.gz``) are read decompressed through the input layer,
+    their format named by the name without the compression suffix; a cut or damaged
+    stream is an error, never a partial set. ``limit``: read no more than this many
+    decompressed bytes (the whole lines before it; the first row group of a Parquet):
+    the config check's look at a large set. Raises ``ValueError`` naming the file."""
+    name = strip_compression(uri).lower()
+    src = eval_input(uri, storage)
     out: list[str] = []
 
     def take(v: object) -> None:
@@ -204,20 +243,40 @@ def read_eval_items(uri: str, fields: tuple[str, ...], storage: fs.StorageOption
         elif isinstance(v, list):
             out.extend(x for x in v if isinstance(x, str))
 
-    if name.endswith(".parquet"):
-        import pyarrow.parquet as pq
+    comp = src.compression()
+    try:
+        if name.endswith(".parquet"):
+            import pyarrow.parquet as pq
 
-        t = pq.read_table(fs.arrow_input(uri, storage))
-        missing = [f for f in fields if f not in t.column_names]
-        if len(missing) == len(fields):
-            raise ValueError(f"evaluation file {uri}: none of the text fields {list(fields)} is a column "
-                             f"(columns: {t.column_names}); set text_fields")
-        for f in fields:
-            if f in t.column_names:
+            if comp is None:
+                pf = pq.ParquetFile(src.arrow_source())
+            else:
+                with src.open() as fh:
+                    pf = pq.ParquetFile(pa.BufferReader(_read_all(fh, None)))
+            cols = pf.schema_arrow.names
+            if not any(f in cols for f in fields):
+                raise ValueError(f"evaluation file {uri}: none of the text fields {list(fields)} is a column "
+                                 f"(columns: {cols}); set text_fields")
+            present = [f for f in fields if f in cols]
+            t = (pf.read_row_group(0, columns=present) if limit is not None and pf.num_row_groups
+                 else pf.read(columns=present))
+            for f in present:
                 for v in t.column(f).to_pylist():
                     take(v)
-        return out
-    text = fs.read_text(uri, storage)
+            return out
+        with src.open() as fh:
+            data = _read_all(fh, None if limit is None else limit + 1)
+    except (FileCorrupt, EOFError, OSError, zlib.error, lzma.LZMAError, zstandard.ZstdError) as e:
+        reason, detail = classify(e, comp)   # the readers' names: truncated_gzip, corrupt_zstd, ...
+        raise ValueError(f"{reason}: {detail}") from None
+    if limit is not None and len(data) > limit:
+        data = data[:data.rfind(b"\n", 0, limit) + 1]   # whole lines only
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        hint = ("; it looks compressed: give it its compression suffix (.gz, .zst, .bz2, .xz)"
+                if comp is None and data[:2] == b"\x1f\x8b" else "")
+        raise ValueError(f"evaluation file {uri} is not UTF-8 text (byte {e.start} of its content){hint}") from None
     if name.endswith((".jsonl", ".json")):
         for i, line in enumerate(text.splitlines(), 1):
             if not line.strip():

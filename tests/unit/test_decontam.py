@@ -169,3 +169,41 @@ def test_bad_evaluation_file_is_an_error_naming_it(eval_file, tmp_path):
     bad.write_text('{"question": "fine"}\n{"question": "cut off', encoding="utf-8")
     with pytest.raises(SpecError, match="broken.jsonl"):
         _prepare(tmp_path, eval_sets={"ok": [str(eval_file)], "bad": [str(bad)]}, text_fields=["question"])
+
+
+def test_compressed_evaluation_sets_read_like_plain_ones_and_validate_opens_them(corpus, eval_file, tmp_path):
+    """Benchmarks ship compressed (``HumanEval.jsonl.gz``): every compression the inputs
+    read is read here too, the format taken from the name without the suffix; and the
+    spec check opens each file, so a damaged one is one line naming it before Ray starts."""
+    import bz2
+    import zstandard
+
+    from datapipe.cli import main
+
+    raw = eval_file.read_bytes()
+    packed = {".gz": gzip.compress(raw, mtime=0), ".zst": zstandard.ZstdCompressor().compress(raw),
+              ".bz2": bz2.compress(raw)}
+    docs = pa.table({"text": corpus["quoted"][:4] + corpus["clean"][:10]})
+    want = datapipe.stage("decontaminate", eval_sets={"cloze": [str(eval_file)]},
+                          text_fields=["question"]).mark(docs).column("reject_reason").to_pylist()
+    assert want.count("decontaminate:contaminated") == 4
+    for suffix, data in packed.items():
+        f = tmp_path / f"cloze.jsonl{suffix}"
+        f.write_bytes(data)
+        got = datapipe.stage("decontaminate", eval_sets={"cloze": [str(f)]}, text_fields=["question"]).mark(docs)
+        assert got.column("reject_reason").to_pylist() == want, suffix
+        stage, ctx = _prepare(tmp_path / suffix, eval_sets={"cloze": [str(f)]}, text_fields=["question"])
+        assert ctx.report["per_benchmark"]["cloze"]["items"] == len(corpus["items"])
+
+    cut = tmp_path / "HumanEval.jsonl.gz"
+    cut.write_bytes(packed[".gz"][: len(packed[".gz"]) // 2])
+    docs_file = tmp_path / "docs" / "d.jsonl"
+    docs_file.parent.mkdir()
+    docs_file.write_text(json.dumps({"text": "x"}) + "\n", encoding="utf-8")
+    spec = tmp_path / "job.yaml"
+    spec.write_text(f"name: t\noutput: {tmp_path / 'out'}\nsources:\n  - name: d\n    format: jsonl\n"
+                    f"    paths: [{docs_file}]\nstages:\n  - decontaminate:\n"
+                    f"      eval_sets: {{humaneval: [{cut}]}}\n      text_fields: [prompt]\n", encoding="utf-8")
+    assert main(["validate", str(spec)]) == 2
+    with pytest.raises(SpecError, match=r"HumanEval\.jsonl\.gz cannot be read: truncated_gzip"):
+        DecontamConfig(eval_sets={"humaneval": [str(cut)]}, text_fields=["prompt"])
