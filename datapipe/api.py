@@ -124,9 +124,7 @@ class StageRunner:
             raise ValueError(f"stage {self.stage.name!r} reads column(s) {missing}; the table has {table.column_names}")
         added = []
         n = table.num_rows
-        for col in (S.TEXT, S.ID, S.SOURCE):   # pandas' strings arrive as large_string
-            if col in table.column_names and pa.types.is_large_string(table.schema.field(col).type):
-                table = table.set_column(table.column_names.index(col), col, table.column(col).cast(pa.string()))
+        table = _base_types(table)
         for col, default in ((S.ID, lambda: pa.array([str(i) for i in range(n)], pa.string())),
                              (S.SOURCE, lambda: pa.array([_DEFAULT_SOURCE] * n, pa.string()))):
             if col not in table.column_names:
@@ -136,7 +134,8 @@ class StageRunner:
             if col not in table.column_names:
                 table = table.append_column(S.BASE_SCHEMA.field(col), pa.nulls(n, S.BASE_SCHEMA.field(col).type))
                 added.append(col)
-        added = [c for c in added if c not in REJECT_COLUMNS]
+        # a placeholder the stage fills (extract's text) is its output: kept, not dropped
+        added = [c for c in added if c not in REJECT_COLUMNS and c not in self.stage.adds]
         out, _ = self.stage.process(table)
         return out, added
 
@@ -161,6 +160,23 @@ class StageUDF:
         if self.rejects == "mark":
             return self.runner.mark(batch)
         return self.runner(batch).kept
+
+
+def _base_types(table: pa.Table) -> pa.Table:
+    """The base columns (``text``, ``raw``, ``id``, ...) in the types the stages take:
+    pandas gives ``large_string``/``large_binary``, an all-None column arrives as
+    Arrow's ``null`` type, which no string kernel accepts, and HTML given as ``str``
+    is taken as its UTF-8 bytes."""
+    for i, name in enumerate(table.column_names):
+        if name not in S.BASE_COLUMNS:
+            continue
+        want, got = S.BASE_SCHEMA.field(name).type, table.schema.field(i).type
+        if got == want:
+            continue
+        stringy = pa.types.is_string(got) or pa.types.is_large_string(got)
+        if pa.types.is_null(got) or stringy or (pa.types.is_large_binary(got) and pa.types.is_binary(want)):
+            table = table.set_column(i, pa.field(name, want), table.column(name).cast(want))   # str raw: UTF-8
+    return table
 
 
 def _as_table(data: Any):

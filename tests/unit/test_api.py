@@ -64,3 +64,25 @@ def test_stage_on_a_table_with_annotations_and_sources(shared_dir):
     assert marked.column("reject_reason").to_pylist() == [None, "langid:language", "langid:language"]
     with pytest.raises(SpecError, match="global stage"):
         datapipe.stage("dedup")
+
+
+def test_extract_on_raw_pages_returns_their_text(shared_dir):
+    """A table with only ``raw`` (as this page documents) gets the extracted ``text`` and
+    ``title`` back; a DataFrame whose ``text`` is all None (Arrow's null type) works the
+    same, and ``raw`` given as ``str`` is its UTF-8 bytes."""
+    import gzip
+
+    pages = sorted((shared_dir / "corpora" / "web" / "html").glob("*.html.gz"))[:4]
+    raws = [gzip.decompress(p.read_bytes()) for p in pages]
+    ex = datapipe.stage("extract")
+    want = [ex.stage.extract_page(r, None)[0] for r in raws]
+    assert all(want)
+    kept, rejects = ex(pa.table({"raw": raws}))
+    assert rejects.num_rows == 0
+    assert kept.column_names == ["raw", "text", "title"] and kept.column("text").to_pylist() == want
+    kept, rejects = ex(pd.DataFrame({"raw": raws, "text": [None] * len(raws), "page": range(len(raws))}))
+    assert len(rejects) == 0 and kept["text"].tolist() == want and kept["page"].tolist() == [0, 1, 2, 3]
+    marked = ex.mark(pd.DataFrame({"raw": [raws[0].decode("utf-8", "replace"), None], "text": [None, None]}))
+    assert marked["text"].tolist()[0] == want[0]
+    assert marked["reject_reason"].isna().tolist() == [True, False]
+    assert marked["reject_reason"].tolist()[1] == "extract:empty"
