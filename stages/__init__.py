@@ -24,6 +24,7 @@ from stages.line_dedup import LineDedup
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
+from stages.semdedup import SemanticDedup
 from stages.tokenize import Tokenize
 from stages.url_filter import UrlFilter
 
@@ -49,5 +50,6 @@ REGISTRY: dict[str, type[Stage]] = {
     "url_filter": UrlFilter,
     "decontaminate": Decontaminate,
     "latest_version": LatestVersion,
+    "semantic_dedup": SemanticDedup,
 }
 
