@@ -26,11 +26,14 @@ the same chain (a cycle) too, as ``name (cycle)``, and in a folder a file the in
 refuses as ``name (<reason>)``). Cleaning, after RedPajama's ``arxiv_cleaner``: comments
 removed (``%`` to end of line, not ``\\%``); user macros expanded
 (``\\newcommand``/``\\renewcommand``/``\\providecommand``/``\\def``, with or without
-arguments, ``#1``.. substituted; three passes for nested macros); everything before the
+arguments, ``#1``.. substituted; three passes for nested macros; a conditional testing
+one of them, ``\\ifdefined\\final``, replaced by the branch TeX takes:
+:func:`resolve_conditionals`); everything before the
 first sectioning command (``\\chapter``, ``\\section``, ``\\subsection``...) removed (the
 preamble, title block and abstract, as RedPajama did); everything from the bibliography
 on removed (``\\begin{thebibliography}``, ``\\bibliography{``, ``\\printbibliography``:
-appendices after the references go too) and ``\\end{document}``; runs of blank lines
+appendices after the references go too), ``\\bibliographystyle{...}`` and
+``\\end{document}``; runs of blank lines
 collapsed. Math stays LaTeX.
 
 Budgets per paper: the text that ``\\input`` and macros expand to may reach
@@ -96,6 +99,8 @@ _TEXT_EXT = (".tex", ".ltx", ".latex", ".bbl", ".sty", ".cls", ".def", ".cfg", "
 _MAIN_RE = re.compile(r"^[^%\n]*\\document(?:class|style)\b", re.M)
 _SECTION_RE = re.compile(r"\\(?:part|chapter|section|subsection|subsubsection|paragraph)\*?\s*[\[{]")
 _BIB_RE = re.compile(r"\\begin\{thebibliography\}|\\bibliography\s*\{|\\printbibliography\b")
+# typesets nothing; often just before \bibliography{, anywhere in the body in some papers
+_BIBSTYLE_RE = re.compile(r"\\bibliographystyle\s*\{[^{}]*\}[ \t]*\n?")
 # an \input name holds no brace: an unclosed "\input{" then scans only to the next brace
 _INPUT_RE = re.compile(r"\\(?:input|include)\s*\{([^{}]*)\}|\\input\s+([^\s{}\\]+)")
 _COMMENT_RE = re.compile(r"(?<!\\)%.*")
@@ -246,6 +251,63 @@ def find_macros(tex: str) -> tuple[dict[str, tuple[int, str]], str]:
     return macros, "".join(out)
 
 
+#: TeX's conditionals (each closed by ``\\fi``); ``\\newif`` adds a paper's own. Not
+#: ``\\iff`` (the math symbol) nor ``\\ifthenelse`` (a command with arguments, no ``\\fi``)
+_CONDITIONALS = frozenset(
+    "if ifcat ifnum ifdim ifodd ifvmode ifhmode ifmmode ifinner ifvoid ifhbox ifvbox ifx ifeof iftrue "
+    "iffalse ifcase ifdefined ifcsname iffontchar ifincsname ifpdf ifxetex ifluatex ifpdftex".split())
+_COND_TOKEN_RE = re.compile(r"\\(if[A-Za-z@]*|else|fi)(?![A-Za-z@])")
+_NEWIF_RE = re.compile(r"\\newif\s*\\(if[A-Za-z@]+)")
+# the tests whose answer the paper itself decides: is one of its own macros defined
+_DEFINED_RE = re.compile(r"\\ifdefined\s*\\([A-Za-z@]+)|\\ifcsname\s*([A-Za-z@]+)\s*\\endcsname"
+                         r"|\\ifx\s*\\([A-Za-z@]+)\s*\\undefined(?![A-Za-z@])")
+
+
+def resolve_conditionals(tex: str, macros: dict[str, tuple[int, str]]) -> str:
+    """Each ``\\ifdefined\\name`` (``\\ifcsname name\\endcsname``; ``\\ifx\\name\\undefined``,
+    its negation) testing a macro the paper defines replaced by the branch TeX would
+    take, without the ``\\if``/``\\else``/``\\fi``: expanding ``\\def\\final{}`` inside
+    ``\\ifdefined\\final`` would otherwise leave a dangling ``\\ifdefined``. Nested
+    conditionals are matched (TeX's own and the paper's ``\\newif`` ones) in one scan
+    (linear: what is cut is collected, then the text copied once); a test of a name the
+    paper does not define (a package's) and an unclosed one are left as written."""
+    if "\\if" not in tex or not macros:
+        return tex
+    conds = _CONDITIONALS | {m.group(1) for m in _NEWIF_RE.finditer(tex)}
+    # match each conditional with its \else and \fi: (start, head end, else start, else end, fi start, fi end)
+    stack: list[list[int]] = []
+    spans: list[tuple[int, int, int, int, int, int]] = []
+    for m in _COND_TOKEN_RE.finditer(tex):
+        word = m.group(1)
+        if word == "fi":
+            if stack:
+                start, head, e0, e1 = stack.pop()
+                spans.append((start, head, e0, e1, m.start(), m.end()))
+        elif word == "else":
+            if stack and stack[-1][2] < 0:
+                stack[-1][2:] = [m.start(), m.end()]
+        elif word in conds:
+            d = _DEFINED_RE.match(tex, m.start()) if word in ("ifdefined", "ifcsname", "ifx") else None
+            # only a test of the paper's own macro is decided; the rest are matched, not changed
+            decide = d is not None and (d.group(1) or d.group(2) or d.group(3)) in macros
+            stack.append([m.start(), d.end() if decide else -1, -1, -1])
+    cuts: list[tuple[int, int]] = []      # what TeX would not typeset: the tests and the branch not taken
+    for start, head, e0, e1, f0, f1 in spans:
+        if head < 0:
+            continue
+        if _DEFINED_RE.match(tex, start).group(3) is None:    # defined: the first branch
+            cuts += [(start, head), (e0, f1) if e0 >= 0 else (f0, f1)]
+        else:                                                # \ifx\name\undefined: the \else branch
+            cuts += [(start, e1), (f0, f1)] if e0 >= 0 else [(start, f1)]
+    out, pos = [], 0
+    for a, b in sorted(cuts):             # a cut inside another (a dropped branch) is covered by it
+        if a > pos:
+            out.append(tex[pos:a])
+        pos = max(pos, b)
+    out.append(tex[pos:])
+    return "".join(out)
+
+
 def expand_macros(tex: str, macros: dict[str, tuple[int, str]], passes: int = 3, *,
                   budget: int | None = None) -> str:
     """Each use of a user macro replaced by its body, ``#k`` by the k-th ``{...}``
@@ -381,12 +443,13 @@ def clean_paper(files: dict[str, str], main: str, *, budget: int = 16 << 20,
     inc = _Includes(load or _files_loader(files), budget)
     tex = inc.expand(strip_comments(files[main]), (main,))
     macros, tex = find_macros(tex)
+    tex = resolve_conditionals(tex, macros)
     first = _SECTION_RE.search(tex)
     tex = tex[first.start():] if first else ""
     bib = _BIB_RE.search(tex)
     if bib:
         tex = tex[:bib.start()]
-    tex = tex.replace("\\end{document}", "")
+    tex = _BIBSTYLE_RE.sub("", tex).replace("\\end{document}", "")
     tex = expand_macros(tex, macros, budget=budget)
     text = _BLANKS_RE.sub("\n\n", tex).strip()
     if len(text) * 4 > budget and len(text.encode("utf-8", "surrogatepass")) > budget:
