@@ -5,9 +5,10 @@ Tuning a threshold means reading examples of what it drops (datatrove's
 ``rejects/`` output, filtered by ``--reason`` (``gopher_quality:stop_words``, or a
 stage prefix ``gopher_quality:``), ``--stage`` and ``--source``, and prints each with
 its ``reject_detail`` (the value that failed: a ratio, a word count, the language, the
-bad word, the repeated line, the kept duplicate's id). When the detail is a piece of the
-document's text (a bad word, a repeated line), the text is shown around it with the
-piece marked ``>>>like this<<<``; otherwise the document's beginning is shown.
+bad word, the repeated line, the kept duplicate's id). When the detail points into the
+document (a bad word or repeated line it quotes; a marker in quotes; ``at chars A-B``,
+the n-gram decontamination matched; ``line N``), the text is shown around that part
+with it marked ``>>>like this<<<``; otherwise the document's beginning is shown.
 
 Without filters it lists the drop reasons by count, with a couple of examples each.
 
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import random
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
@@ -163,19 +165,52 @@ def _load(files: list[Path], chosen: list[tuple[int, int]]) -> Iterator[Example]
                           detail=row.get("reject_detail"), text=row.get("text"), origin=row.get("origin"))
 
 
+_CHARS_RE = re.compile(r"\bat chars (\d+)-(\d+)\b")
+_LINE_RE = re.compile(r"\bline (\d+)\b")
+_QUOTED_RE = re.compile(r'"([^"]{2,})"')
+
+
+def locate(text: str, detail: str | None) -> tuple[int, int] | None:
+    """Where in ``text`` the rule's ``detail`` points, as ``(start, end)``: a span it
+    names (``at chars A-B``: decontamination's matched n-gram), the detail itself when
+    it is a piece of the text (a bad word, a repeated line), a quoted piece of the text
+    (``"do not edit"``: a marker), a line it names (``line N``, 1-based); else None."""
+    if not detail:
+        return None
+    m = _CHARS_RE.search(detail)
+    if m and int(m.group(1)) < int(m.group(2)) <= len(text):
+        return int(m.group(1)), int(m.group(2))
+    pieces = [detail] if len(detail) >= 2 and not _is_number(detail) else []
+    pieces += [q.group(1) for q in _QUOTED_RE.finditer(detail)]
+    low = None
+    for piece in pieces:
+        pos = text.find(piece)
+        if pos < 0:
+            low = text.lower() if low is None else low
+            pos = low.find(piece.lower()) if len(low) == len(text) else -1
+        if pos >= 0:
+            return pos, pos + len(piece)
+    m = _LINE_RE.search(detail)
+    if m and int(m.group(1)) >= 1:
+        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
+        k = int(m.group(1)) - 1
+        if k < len(starts):
+            end = text.find("\n", starts[k])
+            return starts[k], len(text) if end < 0 else end
+    return None
+
+
 def excerpt(text: str | None, detail: str | None, width: int = _CONTEXT) -> str:
-    """The part of ``text`` the rule pointed at: around ``detail`` when it is a piece of
-    the text (marked ``>>> <<<``), else the beginning."""
+    """The part of ``text`` the rule pointed at (:func:`locate`), in context and marked
+    ``>>>like this<<<``; else the beginning."""
     if not text:
         return "(no text)"
-    if detail and len(detail) >= 2 and not _is_number(detail):
-        pos = text.find(detail)
-        if pos < 0:
-            pos = text.lower().find(detail.lower())
-        if pos >= 0:
-            a, b = max(0, pos - width), min(len(text), pos + len(detail) + width)
-            return (("..." if a else "") + text[a:pos] + ">>>" + text[pos:pos + len(detail)] + "<<<"
-                    + text[pos + len(detail):b] + ("..." if b < len(text) else ""))
+    span = locate(text, detail)
+    if span is not None:
+        pos, end = span
+        a, b = max(0, pos - width), min(len(text), end + width)
+        return (("..." if a else "") + text[a:pos] + ">>>" + text[pos:end] + "<<<"
+                + text[end:b] + ("..." if b < len(text) else ""))
     head = text[: 2 * width]
     return head + ("..." if len(text) > len(head) else "")
 

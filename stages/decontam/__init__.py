@@ -25,7 +25,8 @@ A benchmark that cannot match anything (no files, no items, or every item shorte
 passes' summary when the run builds the index.
 
 Reject: ``decontaminate:contaminated`` with detail ``<benchmark>: "<the n-gram>"
-(+K more)``. Cut mode removes every overlapping word span (the union of the matching
+(+K more) at chars A-B`` (where the first match lies in the document, for ``datapipe
+inspect``). Cut mode removes every overlapping word span (the union of the matching
 n-grams' words, from the first word's start to the last one's end in the original text)
 and counts ``ngrams_cut``/``chars_cut``; a document left empty is ``decontaminate:empty``.
 """
@@ -266,16 +267,26 @@ class Decontaminate(RewriteFilterStage):
                     new_texts[r], ngrams_cut[r], chars_cut[r] = cut
                     continue
             keep[r] = False
-            reasons[r] = "contaminated|" + self._detail(hits, r)
+            reasons[r] = "contaminated|" + self._detail(hits, r, texts[r].as_py())
         return Rewrite(texts=texts if new_texts is None else pa.array(new_texts, pa.string()), keep=keep,
                        reasons=reasons, changes={"ngrams_cut": ngrams_cut, "chars_cut": chars_cut,
                                                  "ngram_hits": hits.count})
 
-    def _detail(self, hits, r: int) -> str:
+    def _detail(self, hits, r: int, text: str) -> str:
+        """``<benchmark>: "<the n-gram, normalised>" (+K more) at chars A-B``: A-B is
+        where the first matching n-gram lies in the document as written (code points,
+        end exclusive; ``datapipe inspect`` marks it there). Left out when the Python
+        word split disagrees with the vectorised one on this text (as in cut mode)."""
         bench = self.index.names[int(hits.first_bench[r])]
         i = int(hits.first_word[r])
         more = int(hits.count[r]) - 1
-        return f'{bench}: "{hits.words.text(i, i + self.index.n)}"' + (f" (+{more} more)" if more else "")
+        out = f'{bench}: "{hits.words.text(i, i + self.index.n)}"' + (f" (+{more} more)" if more else "")
+        row = hits.words.row
+        lo, hi = int(np.searchsorted(row, r)), int(np.searchsorted(row, r, side="right"))
+        spans = [(mt.start(), mt.end()) for mt in _PY_WORD.finditer(text)]
+        if len(spans) == hi - lo:
+            out += f" at chars {spans[i - lo][0]}-{spans[i - lo + self.index.n - 1][1]}"
+        return out
 
 
 def _cut(text: str, index: NgramIndex | BloomIndex) -> tuple[str, int, int] | None:

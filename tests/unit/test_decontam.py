@@ -207,3 +207,31 @@ def test_compressed_evaluation_sets_read_like_plain_ones_and_validate_opens_them
     assert main(["validate", str(spec)]) == 2
     with pytest.raises(SpecError, match=r"HumanEval\.jsonl\.gz cannot be read: truncated_gzip"):
         DecontamConfig(eval_sets={"humaneval": [str(cut)]}, text_fields=["prompt"])
+
+
+def test_inspect_marks_the_matched_span_in_the_document_as_written(corpus, eval_file, tmp_path, capsys):
+    """The detail says where the first match lies (``at chars A-B``), so ``datapipe
+    inspect`` shows the quoted item in context, with its original case and punctuation,
+    not the document's beginning."""
+    import pyarrow.parquet as pq
+
+    from datapipe.cli import main
+
+    item = corpus["items"][7]["question"]
+    edited = _edit(item)
+    doc = corpus["books"][0][:3000] + "\n\nFrom the quiz: " + edited + "\n\n" + corpus["books"][1][:3000]
+    table = pa.table({"id": ["quiz-doc", "clean"], "source": ["web", "web"], "text": [doc, corpus["clean"][0]]})
+    marked = datapipe.stage("decontaminate", eval_sets={"cloze": [str(eval_file)]},
+                            text_fields=["question"]).mark(table)
+    detail = marked.column("reject_detail")[0].as_py()
+    a, b = map(int, re.search(r" at chars (\d+)-(\d+)$", detail).groups())
+    assert doc.index(edited[:20]) <= a < b <= doc.index(edited[:20]) + len(edited)
+    gram = detail.split('"')[1]
+    assert " ".join(re.findall(r"[^\W_]+", doc[a:b].lower())) == gram          # the n-gram as written
+    (tmp_path / "out" / "rejects" / "web").mkdir(parents=True)
+    pq.write_table(marked.filter(pa.compute.is_valid(marked.column("reject_reason"))),
+                   tmp_path / "out" / "rejects" / "web" / "part-00000.parquet")
+    assert main(["inspect", str(tmp_path / "out"), "--reason", "decontaminate:contaminated"]) == 0
+    shown = capsys.readouterr().out
+    assert ">>>" + doc[a:b] + "<<<" in shown
+    assert doc[:100] not in shown                                              # not the beginning
