@@ -21,8 +21,16 @@ addresses in every valid textual form. Targets: phone recall >= 0.95, IPv6 recal
 0.98. Beside it, detections on clean real text (``pii_clean.py``: standard-library code,
 Wikipedia text and tables, news, RedPajama samples) per million characters.
 
+Fourth set (issue 36): ``pii_layouts.py``, the four kinds an outside set found us
+missing (a phone label on the line above, extensions, a kind word after the number,
+IPv6 with short groups in every form) and look-alikes of them. Targets: recall >= 0.95
+per kind, precision >= 0.98 per kind, >= 0.98 of the look-alikes untouched.
+``--baseline REF`` also scores that set with ``stages/pii`` as it is at git revision
+``REF`` (loaded from ``git show``), for a before/after table in one run.
+
     python bench/pii_quality.py [--seed N] [--per-type N] [--misses] [--faker-per-type N]
-                                [--plans-per-cell N] [--no-clean]
+                                [--plans-per-cell N] [--layouts-per-kind N] [--baseline REF]
+                                [--no-clean]
 """
 
 from __future__ import annotations
@@ -39,6 +47,8 @@ sys.path.insert(0, os.path.dirname(_HERE))  # the repository: datapipe/, stages/
 
 import argparse  # noqa: E402
 import importlib.util  # noqa: E402
+import subprocess  # noqa: E402
+import tempfile  # noqa: E402
 from collections import defaultdict  # noqa: E402
 from dataclasses import dataclass, field  # noqa: E402
 
@@ -60,6 +70,7 @@ pii_labelled = _sibling("pii_labelled")
 pii_faker = _sibling("pii_faker")
 pii_numbering = _sibling("pii_numbering")
 pii_clean = _sibling("pii_clean")
+pii_layouts = _sibling("pii_layouts")
 
 RECALL_TARGETS: dict[str, float] = {
     "email": 0.95, "ip": 0.95, "phone": 0.90, "card": 0.95, "iban": 0.95, "ssn": 0.95,
@@ -70,6 +81,10 @@ HARD_NEGATIVE_TARGET = 0.95
 FAKER_RECALL_TARGETS: dict[str, float] = {"phone": 0.90, "card": 0.95, "ip": 0.95, "iban": 0.98}
 #: issue 27, on the numbering-plan set (phones) and the IPv6 textual forms
 PLAN_RECALL_TARGETS: dict[str, float] = {"phone": 0.95, "ip": 0.98}
+#: issue 36, per kind of the layouts set (recall and precision), and its look-alikes left alone
+LAYOUT_RECALL_TARGET = 0.95
+LAYOUT_PRECISION_TARGET = 0.98
+LAYOUT_NEGATIVE_TARGET = 0.98
 #: precision and hard-negative pass on the labelled set before issue 14 (commit 6960814)
 BASELINE = {"precision": 1.000, "hard_negative_pass": 1.000}
 
@@ -191,10 +206,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--faker-per-type", type=int, default=400, help="Faker values per type (0: skip that set)")
     ap.add_argument("--plans-per-cell", type=int, default=2,
                     help="numbers per region x type x format in the numbering-plan set (0: skip it)")
+    ap.add_argument("--layouts-per-kind", type=int, default=150,
+                    help="values per kind in the issue-36 layouts set (0: skip it)")
+    ap.add_argument("--baseline", default="", metavar="REF",
+                    help="also score the layouts set (and the clean scan) with stages/pii at git revision REF")
     ap.add_argument("--no-clean", action="store_true", help="skip the clean-corpus false-positive scan")
     _smoke = _sibling("_smoke")   # bench/ is kept off sys.path here
 
-    args = _smoke.parse(ap, {"per_type": 5, "faker_per_type": 20, "plans_per_cell": 1, "no_clean": True}, argv)
+    args = _smoke.parse(ap, {"per_type": 5, "faker_per_type": 20, "plans_per_cell": 1, "layouts_per_kind": 10,
+                                 "no_clean": True}, argv)
     docs = pii_labelled.build(seed=args.seed, per_type=args.per_type)
     q = evaluate(docs)
     print(f"labelled set: {len(docs)} documents, seed {args.seed}")
@@ -213,10 +233,17 @@ def main(argv: list[str] | None = None) -> int:
         fails += _faker_report(args)
     if args.plans_per_cell:
         fails += _plans_report(args)
+    base = baseline_detector(args.baseline) if args.baseline else None
+    if args.layouts_per_kind:
+        fails += _layouts_report(args, base)
     if not args.no_clean:
-        rows = pii_clean.scan(Detector(), pii_clean.load())
+        corpora = pii_clean.load()
+        rows = pii_clean.scan(Detector(), corpora)
         print("\nclean real text (detections that are not real PII, per million characters):")
         print(pii_clean.format_rows(rows))
+        if base is not None:
+            print(f"the same with stages/pii at {args.baseline}:")
+            print(pii_clean.format_rows(pii_clean.scan(base, corpora)))
         if args.misses:
             for _, (_, _, seen) in rows.items():
                 print("\n".join("  " + x for x in seen))
@@ -229,6 +256,85 @@ def _print_misses(q, misses: str, false_positives: str) -> None:
     print("\n".join("  " + m for m in q.misses) or "  none")
     print(f"{false_positives}:")
     print("\n".join("  " + m for m in q.false_positives) or "  none")
+
+
+def baseline_detector(ref: str):
+    """A default ``Detector`` built from ``stages/pii`` at git revision ``ref``, imported as
+    a temporary package (its ``stages.pii`` imports rewritten), beside ours."""
+    repo = os.path.dirname(_HERE)
+    names = subprocess.run(["git", "-C", repo, "ls-tree", "--name-only", f"{ref}:stages/pii"],
+                           check=True, capture_output=True, text=True).stdout.split()
+    tmp = tempfile.mkdtemp(prefix="pii-baseline-")
+    pkg = os.path.join(tmp, "pii_baseline")
+    os.mkdir(pkg)
+    for name in names:
+        if name.endswith(".py"):
+            src = subprocess.run(["git", "-C", repo, "show", f"{ref}:stages/pii/{name}"],
+                                 check=True, capture_output=True, text=True).stdout
+            with open(os.path.join(pkg, name), "w", encoding="utf-8") as f:
+                f.write(src.replace("stages.pii", "pii_baseline"))
+    sys.path.insert(0, tmp)
+    import pii_baseline  # noqa: PLC0415
+    return pii_baseline.Detector()
+
+
+def layout_scores(docs, detector) -> tuple[dict[str, TypeScore], dict[str, list[int]], Quality]:
+    """Per kind of the layouts set (a document's gold format names its kind): gold, true
+    and false positives; per look-alike kind ``[planted, touched]``."""
+    q = evaluate(docs, detector)
+    per_kind: dict[str, TypeScore] = {k: TypeScore() for k in pii_layouts.KINDS}
+    for doc in docs:
+        if not doc.gold:
+            continue
+        kind = doc.gold[0].fmt.split("/")[0]
+        spans = detector.find(doc.text)
+        gold = {(g.start, g.end, g.type) for g in doc.gold}
+        per_kind[kind].gold += len(gold)
+        for sp in spans:
+            if (sp.start, sp.end, sp.type) in gold:
+                per_kind[kind].tp += 1
+            else:
+                per_kind[kind].fp += 1
+    return per_kind, dict(q.negatives), q
+
+
+def _layouts_report(args: argparse.Namespace, base=None) -> list[str]:
+    docs = pii_layouts.build(per_kind=args.layouts_per_kind)
+    now, negs, q = layout_scores(docs, Detector())
+    before = layout_scores(docs, base)[:2] if base is not None else None
+    print(f"\nlayouts set (issue 36): {len(docs)} documents ({pii_layouts.digest(docs)}), "
+          f"{sum(v[0] for v in negs.values())} look-alikes")
+    head = f"{'kind':<12} {'gold':>5} {'tp':>5} {'fp':>4} {'precision':>9} {'recall':>7}"
+    if before:
+        head += f"   {'before: P':>9} {'R':>6} ({args.baseline})"
+    print(head)
+    fails = []
+    for k, s in now.items():
+        line = f"{k:<12} {s.gold:>5} {s.tp:>5} {s.fp:>4} {s.precision:>9.3f} {s.recall:>7.3f}"
+        if before:
+            b = before[0][k]
+            line += f"   {b.precision:>9.3f} {b.recall:>6.3f}"
+        print(line)
+        if s.recall < LAYOUT_RECALL_TARGET:
+            fails.append(f"layouts recall of {k} is {s.recall:.3f} < {LAYOUT_RECALL_TARGET}")
+        if s.precision < LAYOUT_PRECISION_TARGET:
+            fails.append(f"layouts precision of {k} is {s.precision:.3f} < {LAYOUT_PRECISION_TARGET}")
+    n = sum(v[0] for v in negs.values())
+    left = 1 - sum(v[1] for v in negs.values()) / n if n else 1.0
+    line = f"look-alikes left alone: {left:.3f} (" + ", ".join(f"{k} {v[0] - v[1]}/{v[0]}" for k, v in sorted(negs.items())) + ")"
+    if before:
+        bn = before[1]
+        line += f"; before: " + ", ".join(f"{k} {v[0] - v[1]}/{v[0]}" for k, v in sorted(bn.items()))
+    print(line)
+    if left < LAYOUT_NEGATIVE_TARGET:
+        fails.append(f"layouts look-alikes left alone {left:.3f} < {LAYOUT_NEGATIVE_TARGET}")
+    if args.formats:
+        for fmt, s in sorted(q.per_format.items()):
+            if s.tp < s.gold:
+                print(f"  {fmt:<32} {s.tp:>3}/{s.gold:<3} {s.recall:.2f}")
+    if args.misses:
+        _print_misses(q, "layouts misses", "layouts false positives")
+    return fails
 
 
 def _plans_report(args: argparse.Namespace) -> list[str]:
