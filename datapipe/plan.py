@@ -118,7 +118,7 @@ def _schemas(job: JobSpec) -> list[pa.Schema]:
             extra.setdefault(col, typ)
     for st in job.stages:
         out.append(S.schema_with([pa.field(k, v) for k, v in extra.items()]))
-        for col, typ in st.cls.adds.items():
+        for col, typ in st.adds.items():
             if col not in S.BASE_COLUMNS:
                 extra.setdefault(col, typ)
     out.append(S.schema_with([pa.field(k, v) for k, v in extra.items()]))
@@ -139,7 +139,7 @@ def _phases(job: JobSpec) -> list[Phase]:
             current.append(st)
     groups.append((current, before, None))
     return [Phase(index=i, stages=tuple(stages), before=before, after=after,
-                  compute=fuse([st.cls.compute for st in stages]),
+                  compute=fuse([st.compute for st in stages]),
                   input_schema=schemas[before.index if before is not None else 0],
                   schemas=tuple(schemas[st.index + 1] for st in stages))
             for i, (stages, before, after) in enumerate(groups)]
@@ -184,9 +184,9 @@ def describe_plan(plan: Plan, cpus: int | None = None) -> list[str]:
             head += f"; applies {ph.before.name}'s decisions"
         lines.append(head)
         for st in ph.stages:
-            adds = ", ".join(st.cls.adds) or "-"
+            adds = ", ".join(st.adds) or "-"
             only = f"; only sources: {', '.join(sorted(st.sources))}" if st.sources is not None else ""
-            lines.append(f"      {st.name:<18} {st.cls.kind:<14} [{st.cls.compute.describe()}] "
+            lines.append(f"      {st.name:<18} {st.cls.kind:<14} [{st.compute.describe()}] "
                          f"reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
         if ph.after is not None:
             lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver")

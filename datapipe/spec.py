@@ -51,7 +51,7 @@ from typing import Any, Literal, Mapping
 from datapipe import fs
 from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
-from datapipe.stage import FormatterStage, GlobalStage, RewriteFilterStage, Stage, StageConfig
+from datapipe.stage import Compute, FormatterStage, GlobalStage, RewriteFilterStage, Stage, StageConfig
 
 Registry = Mapping[str, type[Stage]]
 
@@ -148,6 +148,18 @@ class StageSpec:
 
     def make(self) -> Stage:
         return self.cls(self.config, sources=self.sources, name=None if self.name == self.cls.name else self.name)
+
+    @property
+    def adds(self) -> Mapping[str, Any]:
+        """The columns this instance adds: the class's ``adds``, or the instance's when
+        they depend on its config (``classify``'s ``prefix``, ``embed``'s width)."""
+        return self.make().adds
+
+    @property
+    def compute(self) -> Compute:
+        """How this instance runs: the class's ``compute``, or the instance's when it
+        depends on its config (the model stages' ``gpus``, ``cpus``, ``actors``)."""
+        return self.make().compute
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -643,7 +655,7 @@ def check_chain(job: JobSpec, registry: Registry) -> None:
                     f"{job.path}: stages[{st.index}] ({st.name}) reads column {col!r}, which source "
                     f"{src.name!r} (format {src.format}) does not have at that point; {how}"
                 )
-            available = available | frozenset(st.cls.adds)
+            available = available | frozenset(st.adds)
 
 
 def rewrites_text(cls: type[Stage]) -> bool:

@@ -21,6 +21,7 @@ from stages.gopher_repetition import GopherRepetition
 from stages.langid import LangId
 from stages.latest_version import LatestVersion
 from stages.line_dedup import LineDedup
+from stages.models.stage import Classify, Embed
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
@@ -50,6 +51,8 @@ REGISTRY: dict[str, type[Stage]] = {
     "url_filter": UrlFilter,
     "decontaminate": Decontaminate,
     "latest_version": LatestVersion,
+    "classify": Classify,
+    "embed": Embed,
     "semantic_dedup": SemanticDedup,
 }
 

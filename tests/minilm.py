@@ -48,3 +48,25 @@ def minilm_dir(cache: str | os.PathLike | None = None) -> Path:
 
             shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def minilm_classifier(out: str | os.PathLike, labels: list[str] | None = None, *, seed: int = 0) -> Path:
+    """A real sequence-classification model for tests only: MiniLM's encoder with a
+    classification head initialised from ``seed`` (one logit, a regression head like
+    FineWeb-Edu's, when ``labels`` is None; else one logit per label), saved with its
+    tokenizer to ``out``. Its scores mean nothing; the stage must reproduce them."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    src = str(minilm_dir())
+    out = Path(out)
+    if (out / "config.json").is_file():
+        return out
+    torch.manual_seed(seed)
+    kw = ({"num_labels": 1, "problem_type": "regression"} if labels is None else
+          {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+           "label2id": {lab: i for i, lab in enumerate(labels)}})
+    model = AutoModelForSequenceClassification.from_pretrained(src, local_files_only=True, **kw)
+    model.save_pretrained(out)
+    AutoTokenizer.from_pretrained(src, local_files_only=True).save_pretrained(out)
+    return out
