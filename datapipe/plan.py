@@ -189,7 +189,8 @@ def describe_plan(plan: Plan, cpus: int | None = None) -> list[str]:
             lines.append(f"      {st.name:<18} {st.cls.kind:<14} [{st.compute.describe()}] "
                          f"reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
         if ph.after is not None:
-            lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver")
+            only = f"; only sources: {', '.join(sorted(ph.after.sources))}" if ph.after.sources is not None else ""
+            lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver{only}")
     fmt = job.output_options.format
     lines.append(f"outputs: documents/<source>/part-<split> and rejects/<source>/part-<split> ({fmt}), "
                  + (f"{plan.sink.folder}/<source>/ (per split) + manifest, " if plan.sink is not None else "")

@@ -258,7 +258,9 @@ def _id_parts(job: JobSpec) -> int:
 def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple[str | None, dict[str, Any]]:
     st = phase.after
     assert st is not None
-    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources),
+    # the sources it applies to, in spec order (its side rows hold no others)
+    ctx = StageContext(work_dir=env.work(st.name, "decide"), sources=tuple(s.name for s in job.sources
+                                                                           if st.applies_to(s.name)),
                        storage=env.storage)
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:

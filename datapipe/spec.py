@@ -545,15 +545,33 @@ def _stages(raw: dict, unexpanded: dict, path: Path, spec_dir: Path, names: set[
         cls = stage_class(registry, sname, where=f"{path}: stages[{i}]")
         with _shared_hint(unexpanded["stages"][i], subs):
             config = build(cls.Config, _resolve_config_paths(cfg, spec_dir), where=f"{path}: stages[{i}] ({sname})")
-        if only is not None and issubclass(cls, GlobalStage):
-            raise SpecError(f"{path}: stages[{i}] ({sname}) is a global stage and runs over every source; remove 'sources'")
         stages.append(StageSpec(name=instance or sname, cls=cls, config=config, index=i,
                                 sources=frozenset(only) if only is not None else None))
     if len({s.name for s in stages}) != len(stages):
         dup = sorted({s.name for s in stages if sum(t.name == s.name for t in stages) > 1})
         raise SpecError(f"{path}: stage name(s) {dup} appear more than once; to run a stage kind twice give each "
                         "entry its own name: '- {stage: quality, name: quality_web, sources: [web], config: {..}}'")
+    _check_global_groups(stages, path)
     return stages
+
+
+def _check_global_groups(stages: list[StageSpec], path: Path) -> None:
+    """Instances of one global stage kind with ``sources:`` (per-domain groups, e.g. a
+    ``dedup`` for code and one for prose) must not share a source: a document in two
+    groups would be decided on twice with two configs, the later group seeing only what
+    the earlier one kept. A pass over every group is an instance without ``sources:``."""
+    seen: dict[tuple[str, str], StageSpec] = {}
+    for st in stages:
+        if st.sources is None or not issubclass(st.cls, GlobalStage):
+            continue
+        for src in sorted(st.sources):
+            other = seen.setdefault((st.kind, src), st)
+            if other is not st:
+                raise SpecError(
+                    f"{path}: stages[{other.index}] ({other.name}) and stages[{st.index}] ({st.name}) are both "
+                    f"{st.kind!r} stages over source {src!r}; a source belongs to one {st.kind} group. Remove "
+                    f"{src!r} from one of their 'sources' lists; for a pass across groups add a {st.kind} "
+                    "without 'sources' (it runs over every source)")
 
 
 def _sink_options(raw: dict, stages: list[StageSpec], path: Path) -> Any:

@@ -131,7 +131,11 @@ class SplitRunner:
     def run(self, ref: SplitRef) -> dict[str, Any]:
         env = self.env
         stats: ST.SplitStats = {}
-        out = _WorkFiles(env, ref, self.glob.name, self.glob.side) if self.glob is not None else _OutputFiles(env, ref)
+        if self.glob is None:
+            out: Any = _OutputFiles(env, ref)
+        else:   # a split of a source the global stage does not apply to gets no side rows
+            side = self.glob.side if env.phase.after.applies_to(ref.source) else None
+            out = _WorkFiles(env, ref, self.glob.name, side)
         t0 = time.perf_counter()
         ids: list[pa.Table] | None = [] if env.phase.before is None and env.id_parts else None
         for batch in self._input(ref, stats, ids):
@@ -163,17 +167,18 @@ class SplitRunner:
             yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats, drops, ids, env.id_parts)
             return
         name = env.phase.before.name
-        drops, edits = _decisions_for(env.decisions, ref.key, env.storage)
+        mine = env.phase.before.applies_to(ref.source)   # else: untouched, uncounted by the stage
+        drops, edits = _decisions_for(env.decisions if mine else None, ref.key, env.storage)
         schema = env.phase.input_schema
         offset = 0
         for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.batch_rows, env.storage):
             batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
             if edits[0].size:
                 batch, st = _apply_edits(batch, edits, offset, name, self._editor())
-            else:
-                st = ST.tally_marks(batch, name, count_raw=False)
+                ST.add(stats, name, st)
+            elif mine:
+                ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
             offset += batch.num_rows
-            ST.add(stats, name, st)
             yield batch
         last = max(int(drops[0].max()) if drops[0].size else -1, int(edits[0].max()) if edits[0].size else -1)
         if offset <= last:
@@ -304,7 +309,8 @@ def _apply_edits(batch: pa.Table, edits, offset: int, stage: str, editor: Any) -
 
 class _WorkFiles:
     """Before a global stage: every row to the work file, ``side()`` of the alive rows
-    (with ``_split``/``_row``) to the side file."""
+    (with ``_split``/``_row``) to the side file. ``side`` None (a split of a source the
+    stage does not apply to): the rows only, no side file."""
 
     def __init__(self, env: PhaseEnv, ref: SplitRef, name: str, side) -> None:
         self.env, self.ref, self.name, self.side_fn = env, ref, name, side
@@ -316,7 +322,7 @@ class _WorkFiles:
         alive_mask = S.alive_mask(batch)
         self.rows.add(_without_spent_raw(batch, alive_mask))
         alive = np.flatnonzero(alive_mask.to_numpy(zero_copy_only=False))
-        if len(alive):
+        if len(alive) and self.side_fn is not None:
             live = batch.take(pa.array(alive))
             side = self.side_fn(live)
             if side.num_rows != len(alive):

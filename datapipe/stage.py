@@ -618,7 +618,9 @@ class GlobalStage(Stage):
     every split is done it calls :meth:`decide` once on the driver; then each split's
     task reloads its own rows, marks the decided ones as rejects of this stage
     (``<name>:<reason>``) and goes on with the rest of the chain. The runner tallies the
-    stage's stats from those marks.
+    stage's stats from those marks. With ``sources`` (a spec entry's ``sources:``) the
+    stage sees only those sources' splits: the others get no side rows and pass it
+    untouched and uncounted, so one kind can run once per group of sources.
     """
 
     kind = "global"
@@ -686,7 +688,8 @@ class GlobalStage(Stage):
 class StageContext:
     """What a global stage's :meth:`~GlobalStage.decide` (and a stage's :meth:`~Stage.prepare`) gets: where it may write durable
     artifacts between its passes (a path or URI string, reached with ``storage``: the
-    job's ``storage:`` options), the job's sources in spec order, and a dict to fill for
+    job's ``storage:`` options), the sources the stage applies to in spec order (every
+    source of the job unless its spec entry lists ``sources:``), and a dict to fill for
     the report. :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
     handle every file access of a stage goes through."""
 

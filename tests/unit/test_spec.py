@@ -154,3 +154,39 @@ def test_missing_shared_file_names_the_placeholder_and_the_variable(tmp_path, mo
     monkeypatch.setenv("DATAPIPE_SHARED", str(tmp_path / "nowhere"))
     with pytest.raises(SpecError, match="that folder does not exist"):
         load_job(spec)
+
+
+GROUPS = """
+name: t
+output: out
+sources:
+  - {name: code, format: jsonl, paths: [data/a.jsonl]}
+  - {name: forks, format: jsonl, paths: [data/a.jsonl]}
+  - {name: wiki, format: jsonl, paths: [data/a.jsonl]}
+stages:
+  - {stage: dedup, name: dedup_code, sources: [code, forks], config: {shingle: token, lowercase: false}}
+  - {stage: dedup, name: dedup_prose, sources: [wiki], config: {ngram: 3}}
+  - dedup: {}
+"""
+
+
+def test_dedup_groups_load_and_overlapping_groups_are_refused(tmp_path):
+    """Per-domain dedup (docs/dedup.md "Dedup per group of sources"): several ``dedup``
+    entries, each over its own sources with its own config, and one over every source;
+    a source in two groups is an error naming both entries, the source and the fix."""
+    from datapipe.plan import compile_plan, describe_plan
+
+    job = load_job(_write(tmp_path, GROUPS))
+    assert [(s.name, s.kind, s.sources) for s in job.stages] == [
+        ("dedup_code", "dedup", frozenset({"code", "forks"})), ("dedup_prose", "dedup", frozenset({"wiki"})),
+        ("dedup", "dedup", None)]
+    assert job.stages[0].config.shingle == "token" and job.stages[1].config.ngram == 3
+    plan = [line.strip() for line in describe_plan(compile_plan(job))]
+    assert "-> dedup_code: side data per split, decide() once on the driver; only sources: code, forks" in plan
+
+    body = GROUPS.replace("sources: [wiki]", "sources: [wiki, forks]")
+    with pytest.raises(SpecError) as e:
+        load_job(_write(tmp_path, body))
+    assert ("stages[0] (dedup_code) and stages[1] (dedup_prose) are both 'dedup' stages over source 'forks'"
+            in str(e.value))
+    assert "add a dedup without 'sources'" in str(e.value)
