@@ -5,7 +5,8 @@ document is markup like an HTML page: ``raw`` is one small HTML page (the title 
 ``<h1>``, the question's body, then each answer's body under its own heading, answers
 by score, highest first, ties by id) and the ``extract`` stage turns it into text,
 the same extraction as for the ``html`` and ``warc`` sources. ``url`` is
-``<site_url>/questions/<id>`` when ``site_url`` is set; ``source_id`` is the question's
+``<site>/questions/<id>``, the site taken per dump folder (a glob over several sites'
+dumps gets each its own: :meth:`StackExchangeOptions.url_of`); ``source_id`` is the question's
 post id; ``metadata`` (option) keeps the question row's attributes (``Tags``,
 ``Score``, ``CreationDate``, ...).
 
@@ -46,7 +47,9 @@ Answer selection (options; the question plus the selected answers stay one docum
 
 * ``answers``: ``all`` (every answer, by score; the default), ``accepted`` (only the
   answer the asker accepted, the question's ``AcceptedAnswerId``), ``top`` (only the
-  highest-scored answer; ties by lowest id);
+  highest-scored answer; ties by lowest id), ``accepted_or_top`` (the accepted answer,
+  else the highest-scored one: a common curation policy; the choice is made among the
+  answers ``min_score``/``drop_code_only`` leave);
 * ``min_score``: answers scoring below it are not selected (with ``accepted``/``top``
   too: an accepted answer at -2 is not kept under ``min_score: 0``);
 * ``drop_code_only``: answers that are code with no explanation are not selected: an
@@ -65,6 +68,7 @@ import bisect
 import html
 import itertools
 import json
+import posixpath
 import re
 from dataclasses import dataclass
 from typing import Iterator, Literal
@@ -79,17 +83,29 @@ QUESTION, ANSWER = "1", "2"
 TOKEN_BYTES_PER_DOC_BYTE = 8
 
 
+#: the dump folders that name their site: ``coffee.stackexchange.com``, ``stackoverflow.com``,
+#: ``ru.stackoverflow.com``, ``mathoverflow.net`` (the names archive.org's dumps unpack to)
+_SITE_HOST = re.compile(r"(?i)^[a-z0-9](?:[a-z0-9-]*[a-z0-9])?(?:\.[a-z0-9](?:[a-z0-9-]*[a-z0-9])?)*\.(?:com|net)$")
+SELECTIONS = ("all", "accepted", "top", "accepted_or_top")
+
+
 @dataclass(kw_only=True, frozen=True)
 class StackExchangeOptions:
-    """``site_url``: the site's address (``https://coffee.stackexchange.com``) for the
-    ``url`` column. ``metadata``: question attributes kept as JSON (names or ``all``).
-    ``min_answers``: questions with fewer answers are rejected as ``read:few_answers``."""
+    """``site_url``: the site's address for the ``url`` column, per dump folder (the
+    folder holding ``Posts.xml``): one address for every file
+    (``https://coffee.stackexchange.com``), or a template with ``{site}``, the folder's
+    name (``https://{site}.com`` for folders named ``coffee.stackexchange``); null: the
+    folder's name when it is the site's host (``coffee.stackexchange.com``,
+    ``mathoverflow.net``), else no url. ``metadata``: question attributes kept as JSON
+    (names or ``all``). ``min_answers``: questions with fewer answers are rejected as
+    ``read:few_answers``."""
 
     site_url: str | None = None
     metadata: tuple[str, ...] | str | None = None
     min_answers: int = 0
-    #: which answers make the document: all, accepted (AcceptedAnswerId), top (best score)
-    answers: Literal["all", "accepted", "top"] = "all"
+    #: which answers make the document: all, accepted (AcceptedAnswerId), top (best score),
+    #: accepted_or_top (the accepted answer, else the best-scored one)
+    answers: Literal["all", "accepted", "top", "accepted_or_top"] = "all"
     #: answers scoring below this are not selected (None: any score)
     min_score: int | None = None
     #: leave out answers that are only code (a code block, < min_prose_words words outside)
@@ -104,15 +120,28 @@ class StackExchangeOptions:
             raise SpecError(f"option metadata must be a list of attribute names, 'all', or null, got {meta!r}")
         if not isinstance(self.min_answers, int) or self.min_answers < 0:
             raise SpecError(f"option min_answers must be an integer >= 0, got {self.min_answers!r}")
-        if self.answers not in ("all", "accepted", "top"):
-            raise SpecError(f"option answers must be 'all', 'accepted' or 'top', got {self.answers!r}")
+        if self.answers not in SELECTIONS:
+            raise SpecError(f"option answers must be 'all', 'accepted', 'top' or 'accepted_or_top', "
+                            f"got {self.answers!r}")
         if self.min_score is not None and (not isinstance(self.min_score, int) or isinstance(self.min_score, bool)):
             raise SpecError(f"option min_score must be an integer (answers scoring below it are left out), "
                             f"got {self.min_score!r}")
         if not isinstance(self.min_prose_words, int) or self.min_prose_words < 1:
             raise SpecError(f"option min_prose_words must be an integer >= 1, got {self.min_prose_words!r}")
-        if self.site_url is not None and not self.site_url.startswith(("http://", "https://")):
-            raise SpecError(f"option site_url must be an http(s) address, got {self.site_url!r}")
+        if self.site_url is not None:
+            if not isinstance(self.site_url, str) or not self.site_url.startswith(("http://", "https://")):
+                raise SpecError(f"option site_url must be an http(s) address, got {self.site_url!r}")
+            try:
+                self.site_url.format(site="x")
+            except (KeyError, IndexError, ValueError):
+                raise SpecError(f"option site_url: {self.site_url!r} may hold only {{site}} (the dump folder's "
+                                "name), e.g. 'https://{site}.com'") from None
+
+    def url_of(self, folder: str) -> str | None:
+        """The site address for the dump in ``folder`` (see the class doc)."""
+        if self.site_url is None:
+            return f"https://{folder.lower()}" if _SITE_HOST.match(folder) else None
+        return self.site_url.format(site=folder).rstrip("/")
 
 
 _CODE_OPEN = re.compile(r"(?i)<(pre|code)\b")
@@ -165,8 +194,8 @@ def select_answers(question: dict[str, str], answers: list[dict[str, str]],
     is left, why (for the reject's detail)."""
     ranked = sorted(answers, key=lambda a: (-_int(a.get("Score")), _int(a.get("Id"))))
     why = []
+    acc = question.get("AcceptedAnswerId")
     if opts.answers == "accepted":
-        acc = question.get("AcceptedAnswerId")
         ranked = [a for a in ranked if a.get("Id") == acc]
         if not ranked:
             why.append("no accepted answer" if not acc else f"accepted answer {acc} not in the file")
@@ -180,6 +209,8 @@ def select_answers(question: dict[str, str], answers: list[dict[str, str]],
         if ranked and not kept:
             why.append("code only")
         ranked = kept
+    if opts.answers == "accepted_or_top":     # after the filters: an accepted answer they left out falls back
+        ranked = [a for a in ranked if a.get("Id") == acc][:1] or ranked[:1]
     if opts.answers == "top":
         ranked = ranked[:1]
     if not answers:
@@ -305,7 +336,8 @@ class StackExchangeReader(Reader):
         raw = page_html(question, answers)
         if len(raw) > self.max_doc_bytes:
             return Rec(key, key, reason="too_large", detail=self._too_large(len(raw)), source_id=qid, metadata=meta)
-        url = f"{opts.site_url.rstrip('/')}/questions/{qid}" if opts.site_url else None
+        site = opts.url_of(posixpath.basename(posixpath.dirname(f.path.rstrip("/").replace("\\", "/"))))
+        url = f"{site}/questions/{qid}" if site else None
         return Rec(key, key, raw=raw, url=url, source_id=qid, metadata=meta)
 
 

@@ -97,3 +97,50 @@ def test_code_only_answers_are_left_out(site, tmp_path):
 def test_bad_selection_options_name_the_fix():
     with pytest.raises(SpecError, match="answers.*'accepted'"):
         READERS["stackexchange"](source=SRC, options={"answers": "best"})
+
+
+def test_accepted_or_top_keeps_the_accepted_answer_else_the_best_scored(site):
+    path, q, answers = site
+    rows = {r["source_id"]: r for r in _read(path, answers="accepted_or_top") if r["source_id"] in q}
+    fell_back = 0
+    for qid in q:
+        ans = answers.get(qid, [])
+        if not ans:
+            assert rows[qid]["_reject_reason"] == "read:no_answer"
+            continue
+        acc = [a for a in ans if a["Id"] == q[qid].get("AcceptedAnswerId")]
+        want = acc[0] if acc else max(ans, key=lambda a: (int(a["Score"]), -int(a["Id"])))
+        fell_back += not acc
+        assert rows[qid]["_reject_reason"] is None and rows[qid]["raw"].count(b"<h2>Answer</h2>") == 1
+        assert f"<div>{want['Body']}</div>".encode() in rows[qid]["raw"]
+    assert fell_back > 10          # questions without an accepted answer took their best-scored one
+
+
+def test_site_url_is_taken_per_dump_folder(shared_dir, tmp_path):
+    """A glob over two sites' dumps: each document's url is its own site's, from the
+    folder its Posts.xml is in (the folder's name when it is the host, as archive.org's
+    dumps unpack; else a ``{site}`` template)."""
+    root = shared_dir / "corpora" / "stackexchange"
+    sites = ["coffee.stackexchange", "cstheory.meta.stackexchange"]
+    for s in sites:
+        (tmp_path / f"{s}.com").mkdir()
+        (tmp_path / f"{s}.com" / "Posts.xml").write_bytes((root / s / "Posts.xml").read_bytes())
+
+    def urls(folder: Path, names: list[str], **options) -> dict[str, set[str | None]]:
+        reader = READERS["stackexchange"](source=SRC, options=options)
+        files = [InputFile(str(folder / n / "Posts.xml"), f"{n}/Posts.xml", (folder / n / "Posts.xml").stat().st_size,
+                           roots=(str(folder),)) for n in names]
+        got: dict[str, set[str | None]] = {n: set() for n in names}
+        for split in reader.plan(files):
+            for t in reader.read(split):
+                for r in t.to_pylist():
+                    if r["_reject_reason"] is None:
+                        n = next(n for n in names if r["origin"].startswith(n + "/"))
+                        got[n].add(r["url"] and r["url"].rsplit("/questions/", 1)[0])
+        return got
+
+    assert urls(tmp_path, [f"{s}.com" for s in sites]) == {f"{s}.com": {f"https://{s}.com"} for s in sites}
+    assert urls(root, sites, site_url="https://{site}.com") == {s: {f"https://{s}.com"} for s in sites}
+    assert urls(root, sites) == {s: {None} for s in sites}          # folders not named by host: no guess
+    with pytest.raises(SpecError, match=r"only \{site\}"):
+        READERS["stackexchange"](source=SRC, options={"site_url": "https://{name}.com"})
