@@ -377,6 +377,47 @@ def reserve_tail(stream: TokenStream, eos_id: int, tokens: int) -> tuple[int, in
     return cut, docs
 
 
+def _first_doc_start(stream: TokenStream, eos_id: int, lo: int, hi: int) -> int | None:
+    """The first document start (a position right after an EOS) in ``[lo, hi]``, or None."""
+    pos, chunk = max(lo - 1, 0), 1 << 16
+    while pos < hi:
+        part = stream.read(pos, min(chunk, hi - pos))
+        ends = np.flatnonzero(part == eos_id)
+        ends = ends[pos + ends + 1 >= lo]
+        if ends.size:
+            start = pos + int(ends[0]) + 1
+            return start if start <= hi else None
+        pos, chunk = pos + len(part), chunk * 2
+    return None
+
+
+def _validation_advice(sources: Sequence[tuple[TokenStream, SourceManifest]], seq_len: int) -> str:
+    """Which sources a validation split does not fit, and the fix that can work: the split
+    holds out whole documents, so a source is splittable only at a document start with a
+    sample (``seq_len + 1`` tokens) on each side; ``validation.tokens`` up to ``n - start``
+    for the first such start works. A source with no such start (one document) cannot be
+    split at any ``tokens``: lowering it would not help."""
+    need = seq_len + 1
+    fits, stuck = [], []
+    for st, m in sources:
+        start = _first_doc_start(st, m.eos_id, need, st.n_tokens - need)
+        docs = f"{m.total_documents:,} document{'s' if m.total_documents != 1 else ''}"
+        if start is None:
+            stuck.append(f"{st.source} ({st.n_tokens:,} tokens in {docs})")
+        else:
+            fits.append((f"{st.source} ({st.n_tokens:,} tokens)", st.n_tokens - start))
+    parts = []
+    if fits:
+        most = min(t for _, t in fits)
+        parts.append(f"{', '.join(n for n, _ in fits)}: lower validation.tokens to {most:,} or less "
+                     f"(and at least seq_len + 1 = {need}), or add data")
+    if stuck:
+        parts.append(f"{', '.join(stuck)}: the split holds out whole documents and no document boundary leaves "
+                     f"a sample of seq_len + 1 = {need} tokens on both sides, so no validation.tokens helps; "
+                     "add documents to it, or lower seq_len, or mix without validation:")
+    return "; ".join(parts)
+
+
 class MixPlan:
     """A resolved mix: ``sample(n)`` for any ``n >= 0``, and batched token reads.
 
@@ -721,12 +762,12 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
     train_tokens, val_docs = None, ()
     if spec.validation is not None:
         cuts = [reserve_tail(st, m.eos_id, spec.validation.tokens) for st, m in zip(streams, manifests)]
-        small = [f"{st.source} ({st.n_tokens:,} tokens)" for st, (cut, _) in zip(streams, cuts)
+        small = [i for i, (st, (cut, _)) in enumerate(zip(streams, cuts))
                  if cut < spec.seq_len + 1 or st.n_tokens - cut < spec.seq_len + 1]
         if small:
             raise SpecError(f"{where}: holding out validation tokens {spec.validation.tokens:,} per source leaves "
-                            f"less than one sample for training or validation in {', '.join(small)}; lower "
-                            "validation.tokens or add data")
+                            "less than one sample for training or validation in "
+                            + _validation_advice([(streams[i], manifests[i]) for i in small], spec.seq_len))
         train_tokens, val_docs = [c for c, _ in cuts], tuple(d for _, d in cuts)
     plan = MixPlan(spec, manifests, streams, train_tokens=train_tokens, val_documents=val_docs)
     if verify_hashes:

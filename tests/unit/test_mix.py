@@ -162,3 +162,36 @@ def test_sample_mix_file(repo_dir):
     assert names == ["wiki", "news", "web", "books", "forum", "code"]
     assert all(s.manifest == f"../runs/sample/shards/{n}/manifest.json" for s, n in zip(spec.sources, names))
     assert sum(s.weight for s in spec.sources) == pytest.approx(1.0)
+
+
+def test_validation_advice_is_a_fix_that_works(shared_dir, shards, tmp_path):
+    """The validation split holds out whole documents: for a one-document source no
+    ``validation.tokens`` can leave a sample on both sides, so the error says so instead
+    of "lower validation.tokens"; for a source it fits at a lower value, the value it
+    names resolves."""
+    from shard_helper import tiny_tokenizer, write_source
+
+    tok, eos, vocab, fp = tiny_tokenizer(shared_dir)
+    play = (shared_dir / "corpora" / "books" / "tinyshakespeare.txt").read_text(encoding="utf-8")[:8000]
+    one = write_source(tmp_path / "play", "play", [tok.encode(play).ids], eos_id=eos, vocab_size=vocab,
+                       shard_tokens=4096, fingerprint=fp)
+
+    def mix(name: str, sources: dict[str, Path], tokens: int) -> Path:
+        path = write_mix(tmp_path / f"{name}.yaml", sources, {s: 1 for s in sources}, seq_len=SEQ,
+                         token_budget=SEQ * 10)
+        doc = yaml.safe_load(path.read_text())
+        path.write_text(yaml.safe_dump({**doc, "validation": {"tokens": tokens}}, sort_keys=False))
+        return path
+
+    with pytest.raises(SpecError) as e:
+        plan_mix(mix("one", {"wiki": shards["wiki"], "play": one}, 300))
+    msg = str(e.value)
+    assert "play (" in msg and "in 1 document)" in msg and "no validation.tokens helps" in msg
+    assert "lower validation.tokens" not in msg and "wiki" not in msg
+    wiki_tokens = json.loads(shards["wiki"].read_text())["totals"]["tokens"]
+    with pytest.raises(SpecError, match=r"wiki \(.*lower validation.tokens to [\d,]+ or less") as e:
+        plan_mix(mix("big", {"wiki": shards["wiki"]}, wiki_tokens - SEQ))
+    most = int(str(e.value).split("lower validation.tokens to ")[1].split(" ")[0].replace(",", ""))
+    assert SEQ < most < wiki_tokens - SEQ
+    plan = plan_mix(mix("fixed", {"wiki": shards["wiki"]}, most))        # the advice works
+    assert plan.validation[0][1] >= most
