@@ -86,3 +86,23 @@ def test_extract_on_raw_pages_returns_their_text(shared_dir):
     assert marked["text"].tolist()[0] == want[0]
     assert marked["reject_reason"].isna().tolist() == [True, False]
     assert marked["reject_reason"].tolist()[1] == "extract:empty"
+
+
+def test_every_registered_stage_is_documented(repo_dir):
+    """docs/stages.md has one table row per registered stage and none for a stage that is
+    not registered; docs/python.md's sample of ``datapipe.stages()`` is the real output's
+    ends. Registering a stage without documenting it fails here, not in a user's hands."""
+    import re
+
+    names = datapipe.stages()
+    table = (repo_dir / "docs" / "stages.md").read_text(encoding="utf-8").split("| stage | kind |", 1)[1]
+    rows = re.findall(r"^\| `([a-z_0-9]+)` \|", table.split("\n\n", 1)[0], flags=re.M)
+    assert sorted(set(rows) - set(names)) == [], "docs/stages.md lists stages that are not registered"
+    assert sorted(set(names) - set(rows)) == [], "registered stages without a row in docs/stages.md's table"
+    assert len(rows) == len(set(rows)), "a stage has two rows in docs/stages.md"
+    python_md = (repo_dir / "docs" / "python.md").read_text(encoding="utf-8")
+    shown = re.search(r"datapipe\.stages\(\)\n# \[(.*?)\]", python_md).group(1)
+    head, _, tail = shown.partition("...")
+    head = re.findall(r"'([a-z_0-9]+)'", head)
+    tail = re.findall(r"'([a-z_0-9]+)'", tail)
+    assert head == names[: len(head)] and tail == names[len(names) - len(tail):]
