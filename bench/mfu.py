@@ -78,7 +78,7 @@ def make_mix(folder: Path, seq: int, tokens: int) -> Path:
 
 
 def run_trainer(name: str, mix: Path, *, device: str, steps: int, threads: int | None, compile: bool,
-                precision: str) -> tuple[list[dict], ModelConfig]:
+                precision: str, loss: str = "chunked") -> tuple[list[dict], ModelConfig]:
     import torch._dynamo
 
     torch._dynamo.reset()  # each row compiles its own model from scratch
@@ -86,7 +86,7 @@ def run_trainer(name: str, mix: Path, *, device: str, steps: int, threads: int |
     model = ModelConfig(vocab_size=64 * -(-VOCAB // 64), max_seq_len=seq, **shape)
     cfg = TrainConfig(mix=str(mix), model=model, tp=1, global_batch=gb, steps=steps, device=device,
                       precision=precision, compile=compile, warmup_steps=2, log_every=max(1, steps // 4),
-                      cpu_threads=threads, verify_shards=False)  # the bench verified them once already
+                      cpu_threads=threads, verify_shards=False, loss=loss)  # the bench verified them once already
     return train(cfg), model
 
 
@@ -115,6 +115,8 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=None, help="GPU peak per device (default: from the table)")
     ap.add_argument("--cpu-peak-tflops", type=float, default=None, help="CPU peak for an MFU on CPU")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (CPU runs)")
+    ap.add_argument("--loss", choices=["chunked", "plain"], default="chunked",
+                    help="the trainer's loss: chunked recomputes the logits in backward (not counted in MFU)")
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"device": "cpu", "configs": ["cpu-small"], "steps": 2, "warmup": 1, "tokens": 100_000, "threads": 1})
@@ -154,7 +156,7 @@ def main() -> None:
             base = None
             for v, compile, precision in variants:
                 rows, model = run_trainer(name, mixes[seq], device=device, steps=steps, threads=args.threads,
-                                          compile=compile, precision=precision)
+                                          compile=compile, precision=precision, loss=args.loss)
                 est = rows[0]["run"]["memory_estimate"]
                 tps = float(np.mean([r["tokens_per_s"] for r in rows[warm:]]))
                 base = base or tps
