@@ -6,8 +6,9 @@ Tuning a threshold means reading examples of what it drops (datatrove's
 stage prefix ``gopher_quality:``), ``--stage`` and ``--source``, and prints each with
 its ``reject_detail`` (the value that failed: a ratio, a word count, the language, the
 bad word, the repeated line, the kept duplicate's id). When the detail points into the
-document (a bad word or repeated line it quotes; a marker in quotes; ``at chars A-B``,
-the n-gram decontamination matched; ``line N``), the text is shown around that part
+document (a bad word or repeated line it quotes; a marker in quotes, on the ``line N``
+it names: code_filter's generated files; ``at chars A-B``: the n-gram decontamination
+matched), the text is shown around that part
 with it marked ``>>>like this<<<``; otherwise the document's beginning is shown.
 
 Without filters it lists the drop reasons by count, with a couple of examples each.
@@ -167,37 +168,45 @@ def _load(files: list[Path], chosen: list[tuple[int, int]]) -> Iterator[Example]
 
 _CHARS_RE = re.compile(r"\bat chars (\d+)-(\d+)\b")
 _LINE_RE = re.compile(r"\bline (\d+)\b")
-_QUOTED_RE = re.compile(r'"([^"]{2,})"')
+_QUOTED_RE = re.compile(r""""([^"]{2,})"|'([^']{2,})'""")
+
+
+def _line_span(text: str, number: int) -> tuple[int, int] | None:
+    """``(start, end)`` of 1-based line ``number`` of ``text``, or None past its end."""
+    start = 0
+    for _ in range(number - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    end = text.find("\n", start)
+    return start, len(text) if end < 0 else end
 
 
 def locate(text: str, detail: str | None) -> tuple[int, int] | None:
     """Where in ``text`` the rule's ``detail`` points, as ``(start, end)``: a span it
-    names (``at chars A-B``: decontamination's matched n-gram), the detail itself when
-    it is a piece of the text (a bad word, a repeated line), a quoted piece of the text
-    (``"do not edit"``: a marker), a line it names (``line N``, 1-based); else None."""
+    names (``at chars A-B``: decontamination's matched n-gram); else the detail itself
+    when it is a piece of the text (a bad word, a repeated line) or a piece it quotes
+    (``header 'DO NOT EDIT' line 18``: a generated file's marker), looked for first on
+    the line it names (``line N``, 1-based), then anywhere; else that line; else None."""
     if not detail:
         return None
     m = _CHARS_RE.search(detail)
     if m and int(m.group(1)) < int(m.group(2)) <= len(text):
         return int(m.group(1)), int(m.group(2))
-    pieces = [detail] if len(detail) >= 2 and not _is_number(detail) else []
-    pieces += [q.group(1) for q in _QUOTED_RE.finditer(detail)]
-    low = None
-    for piece in pieces:
-        pos = text.find(piece)
-        if pos < 0:
-            low = text.lower() if low is None else low
-            pos = low.find(piece.lower()) if len(low) == len(text) else -1
-        if pos >= 0:
-            return pos, pos + len(piece)
     m = _LINE_RE.search(detail)
-    if m and int(m.group(1)) >= 1:
-        starts = [0] + [i + 1 for i, c in enumerate(text) if c == "\n"]
-        k = int(m.group(1)) - 1
-        if k < len(starts):
-            end = text.find("\n", starts[k])
-            return starts[k], len(text) if end < 0 else end
-    return None
+    line = _line_span(text, int(m.group(1))) if m and int(m.group(1)) >= 1 else None
+    pieces = [detail] if len(detail) >= 2 and not _is_number(detail) else []
+    pieces += [q.group(1) or q.group(2) for q in _QUOTED_RE.finditer(detail)]
+    low = text.lower()
+    same = len(low) == len(text)         # lower() kept the offsets (it nearly always does)
+    for a, b in ([line] if line else []) + [(0, len(text))]:
+        for piece in pieces:
+            pos = text.find(piece, a, b)
+            if pos < 0 and same:
+                pos = low.find(piece.lower(), a, b)
+            if pos >= 0:
+                return pos, pos + len(piece)
+    return line
 
 
 def excerpt(text: str | None, detail: str | None, width: int = _CONTEXT) -> str:
