@@ -70,7 +70,11 @@ def test_code_job_filters_licenses_and_secrets(code_run):
     assert reason[("webapp", "node_modules/werkzeug-debugger/debugger.js")] == "code_filter:vendored"
     # the GPL tarball: every file excluded, though its COPYING is the tarball's last member
     gpl = {k: v for k, v in rejects.items() if k[0] == "gpl-tool"}
-    assert len(gpl) == 4 and set(gpl.values()) == {("license:not_allowed", "GPL-3.0-only")}
+    assert len(gpl) == 4 and gpl.pop(("gpl-tool", "COPYING")) == ("code_filter:trivial", "license_text COPYING")
+    assert set(gpl.values()) == {("license:not_allowed", "GPL-3.0-only")}
+    # license texts are read for the license, not kept as documents (issue #36)
+    assert {reason[(r, "LICENSE")] for r in ("otel-proto", "speedscope", "webapp")} == {"code_filter:trivial"}
+    assert reason[("idna", "LICENSE.md")] == "code_filter:trivial"
     # kept files carry their repository's license, from its root license file
     assert docs[("idna", "idna/core.py")]["license"] == "BSD-3-Clause"
     assert {d["license"] for d in docs.values()} <= {"BSD-3-Clause", "Apache-2.0", "MIT"}
