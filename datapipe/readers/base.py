@@ -296,6 +296,14 @@ class Reader:
         """Options a file's name implies when its format was guessed; None: the defaults."""
         return None
 
+    @classmethod
+    def source_options(cls, paths: Sequence[str]) -> dict[str, Any] | None:
+        """Options that all the files of one input imply together, for tools that read
+        file by file what a job reads as one source (:func:`~datapipe.readers.iterate.iter_documents`:
+        the ``code`` reader's ``layout: auto`` is decided over every file of the source,
+        not per file). None: nothing to add."""
+        return None
+
     def __init__(
         self,
         *,

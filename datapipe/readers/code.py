@@ -94,6 +94,7 @@ from datapipe.readers.code_lang import detect_language, known_languages
 from datapipe.readers.code_license import (
     is_license_file,
     license_of_text,
+    repository_license,
     root_license_files,
 )
 from datapipe.readers.inputs import (
@@ -205,6 +206,16 @@ def _is_stack(path: str) -> bool:
     return strip_compression(path).lower().endswith(STACK_SUFFIXES)
 
 
+def _auto_layout(paths: Sequence[str]) -> str:
+    """``layout: auto``: archive when every file is an archive, stack when every file is
+    Parquet/JSONL, else tree."""
+    if paths and all(_is_archive(p) for p in paths):
+        return "archive"
+    if paths and all(_is_stack(p) for p in paths):
+        return "stack"
+    return "tree"
+
+
 def _archive_repo(path: str) -> str:
     name = fs.basename(path)
     for suffix in sorted(ARCHIVE_SUFFIXES, key=len, reverse=True):
@@ -250,11 +261,13 @@ class CodeReader(Reader):
     def _layout(self, files: Sequence[InputFile]) -> str:
         if self.options.layout != "auto":
             return self.options.layout
-        if files and all(_is_archive(f.path) for f in files):
-            return "archive"
-        if files and all(_is_stack(f.path) for f in files):
-            return "stack"
-        return "tree"
+        return _auto_layout([f.path for f in files])
+
+    @classmethod
+    def source_options(cls, paths: Sequence[str]) -> dict[str, Any] | None:
+        """``layout`` as ``auto`` decides it over all of a source's files: a tree's
+        ``package.json`` is a file of the tree, not a Stack table."""
+        return {"layout": _auto_layout(paths)} if paths else None
 
     def plan(self, files: Sequence[InputFile], *, split_bytes: int = 64 << 20) -> list[ReadSplit]:
         if not isinstance(split_bytes, int) or split_bytes <= 0:
@@ -464,13 +477,14 @@ class CodeReader(Reader):
         return data.decode("utf-8", "replace")
 
     def _tree_license(self, folder: str, root: str, src: Input) -> str | None:
-        """The license of the repository at ``folder``: the first of its root license
-        files (path order) whose text is identified; read once per repository per reader,
-        through the input layer. A license file that leads outside the inputs or out of
-        its repository is not read."""
+        """The license of the repository at ``folder`` from its root license files
+        (:func:`repository_license`: the first identified in path order, or the ``OR`` of
+        files each named for its license); read once per repository per reader, through
+        the input layer. A license file that leads outside the inputs or out of its
+        repository is not read."""
         cache = self.__dict__.setdefault("_repo_licenses", {})
         if folder not in cache:
-            found = None
+            found: list[tuple[str, str | None]] = []
             for name in root_license_files(src.at(folder, fs.relative(folder, root)).list_dir()):
                 path = fs.join(folder, name)
                 if self._leaves_repo(path, folder) is not None:
@@ -480,10 +494,8 @@ class CodeReader(Reader):
                 except (FileCorrupt, OSError) as exc:
                     log.warning("source %s: license file %s not read: %s", self.source, path, exc)
                     continue
-                found = license_of_text(data.decode("utf-8", "replace"))
-                if found is not None:
-                    break
-            cache[folder] = found
+                found.append((name, license_of_text(data.decode("utf-8", "replace"))))
+            cache[folder] = repository_license(found)
         return cache[folder]
 
     def _archive_rows(self, f: InputFile) -> Iterator[_Row]:
@@ -1162,10 +1174,7 @@ def _license_candidate(name: str) -> bool:
 
 def _archive_license(found: Mapping[str, str | None], prefix: str) -> str | None:
     """The repository license of an archive: its root license files (below the shared
-    top folder ``prefix``), the first identified in path order (``found``: each
+    top folder ``prefix``), as :func:`repository_license` decides (``found``: each
     candidate's identified license)."""
     root = {n[len(prefix):]: spdx for n, spdx in found.items() if n.startswith(prefix)}
-    for name in root_license_files([n for n in root if "/" not in n]):
-        if root[name] is not None:
-            return root[name]
-    return None
+    return repository_license([(name, root[name]) for name in root_license_files([n for n in root if "/" not in n])])

@@ -152,3 +152,45 @@ def root_license_files(names: Sequence[str]) -> list[str]:
     """The repository-root license files among ``names`` (paths inside the repository),
     in the order they are tried: path order, so ``LICENSE`` before ``LICENSE-THIRD-PARTY``."""
     return sorted(n for n in names if is_license_file(n))
+
+
+#: what a license file's name may call its license, where that is not the SPDX id's start
+_NAME_ALIASES = {"boost": "bsl", "expat": "mit", "asl": "apache", "mozilla": "mpl"}
+_DOC_SUFFIX = re.compile(r"(?i)\.(?:txt|md|markdown|rst)$")
+
+
+def _named_for(name: str, spdx: str) -> bool:
+    """Whether a license file's name names the license it holds: ``LICENSE-MIT`` (MIT),
+    ``LICENSE.APACHE`` / ``LICENSE-APACHE-2.0.txt`` (Apache-2.0), ``LICENSE-BOOST``
+    (BSL-1.0); not ``LICENSE``, ``COPYING.LESSER`` or ``LICENSE-THIRD-PARTY``."""
+    m = re.match(r"(?i)^(?:un)?(?:licen[cs]e|copying)[._\-](.+)$", _DOC_SUFFIX.sub("", name.rsplit("/", 1)[-1]))
+    if not m:
+        return False
+    said = re.sub(r"[^a-z0-9]", "", m.group(1).lower())
+    for alias, start in _NAME_ALIASES.items():
+        if said.startswith(alias):
+            said = start + said[len(alias):]
+    return bool(said) and re.sub(r"[^a-z0-9]", "", spdx.lower()).startswith(said)
+
+
+def repository_license(found: Sequence[tuple[str, str | None]]) -> str | None:
+    """A repository's license from its root license files: ``found`` is (name, identified
+    SPDX id or None) in path order.
+
+    Two or more files each named for the different license it holds (``LICENSE-MIT`` and
+    ``LICENSE-APACHE``, ``LICENSE.APACHE`` and ``LICENSE.BSD``) are the dual-licensing
+    convention (Rust's Cargo, PyPA's ``packaging``): the repository is offered under any
+    of them, ``Apache-2.0 OR MIT`` (the expression as ``license-expression`` simplifies
+    it, so the same files give the same string). Otherwise the first identified file in
+    path order (``LICENSE`` before ``LICENSE-THIRD-PARTY``)."""
+    named: list[str] = []
+    for name, spdx in found:
+        if spdx is not None and _named_for(name, spdx) and spdx not in named:
+            named.append(spdx)
+    if len(named) >= 2:
+        lic = spdx_licensing()
+        try:
+            return str(lic.parse(" OR ".join(named)).simplify())
+        except Exception:  # license-expression's own errors on an id it cannot parse
+            return " OR ".join(sorted(named))
+    return next((spdx for _, spdx in found if spdx is not None), None)

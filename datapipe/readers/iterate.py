@@ -128,10 +128,16 @@ def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
     sorted within a spec, each file once, minus ``exclude``. A spec matching no file is
     a :class:`SpecError`. ``readers``: the reader registry (default: built-in and plugin
     readers)."""
+    return [(fmt, p) for _, fmt, p in _expand(specs, exclude=exclude, storage=storage, readers=readers)]
+
+
+def _expand(specs: Sequence[str], *, exclude: Sequence[str], storage: fs.StorageOptions | None,
+            readers: ReaderRegistry | None) -> list[tuple[int, str, str]]:
+    """:func:`expand_inputs` with each file's spec (its index in ``specs``)."""
     readers = readers if readers is not None else reader_registry()
-    out: list[tuple[str, str]] = []
+    out: list[tuple[int, str, str]] = []
     seen: set[str] = set()
-    for spec in specs:
+    for n, spec in enumerate(specs):
         spec = os.fspath(spec)
         fmt, pattern = split_input(spec, readers)
         paths = match_files(pattern, storage)
@@ -145,7 +151,7 @@ def expand_inputs(specs: Sequence[str], *, exclude: Sequence[str] = (),
             key = fs.real_key(p)
             if key not in seen:
                 seen.add(key)
-                out.append((fmt or guess_format(p, readers), p))
+                out.append((n, fmt or guess_format(p, readers), p))
     return out
 
 
@@ -228,9 +234,17 @@ def iter_documents(
     keep = tuple(dict.fromkeys((*LANGUAGE_FIELDS, *fields)))
     for stage in stages:
         stage.ensure_setup()
-    for fmt, path in expand_inputs(specs, exclude=exclude, storage=storage, readers=readers):
+    files = _expand(specs, exclude=exclude, storage=storage, readers=readers)
+    # what one input's files imply together, as a job's source (a code tree's .json files)
+    together: dict[tuple[int, str], list[str]] = {}
+    for n, fmt, path in files:
+        together.setdefault((n, fmt), []).append(path)
+    implied = {key: reader_class(readers, key[1]).source_options(paths) or {} for key, paths in together.items()}
+    for n, fmt, path in files:
         cls = reader_class(readers, fmt)
-        reader: Reader = cls(source=_SOURCE, options=_options(cls, path, text_key, keep, text_split),
+        opts = {**implied[n, fmt],
+                **(_options(cls, path, text_key, keep, text_split) or {})}
+        reader: Reader = cls(source=_SOURCE, options=opts or None,
                              on_error=on_error, batch_rows=batch_rows, max_doc_bytes=max_doc_bytes)
         f = InputFile(path=path, rel=path, size=fs.stat(path, storage).size, storage=storage)
         for table in read_split(reader, ReadSplit((f,))):

@@ -30,7 +30,7 @@ import pyarrow as pa
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.readers.code_license import (header_license, is_license_file, license_of_text,  # noqa: F401
-                                           normalize, spdx_licensing)
+                                           normalize, repository_license, spdx_licensing)
 from datapipe.stage import FilterStage, StageConfig
 from stages import _text as T
 
@@ -71,10 +71,13 @@ def detect(repos: list[str | None], paths: list[str], texts: list[str], meta: li
     ``metadata``, ``header``, ``license_file``, ``repository_file`` or ``none``."""
     n = len(paths)
     own_file = [license_of_text(t) if is_license_file(p) else None for p, t in zip(paths, texts)]
-    repo_license: dict[str, str] = {}
+    files: dict[str, list[tuple[str, str | None]]] = {}
     for r, p, lic in sorted(zip(repos, paths, own_file), key=lambda x: (str(x[0]), x[1])):
-        if lic is not None and r is not None and r not in repo_license:
-            repo_license[r] = lic  # first license file in path order (LICENSE before LICENSE-THIRD-PARTY)
+        if lic is not None and r is not None:
+            files.setdefault(r, []).append((p, lic))
+    # the first license file in path order (LICENSE before LICENSE-THIRD-PARTY), or the
+    # OR of files each named for its license (LICENSE-MIT + LICENSE-APACHE)
+    repo_license = {r: repository_license(found) for r, found in files.items()}
     out, why = [], []
     for i in range(n):
         m = normalize(meta[i]) if meta[i] else None

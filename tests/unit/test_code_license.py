@@ -122,6 +122,61 @@ def test_repository_license_joined_to_its_files_and_filtered():
     assert out.column(S.REJECT_REASON).to_pylist()[k + 2] is None
 
 
+def test_dual_licensed_repository_is_either_license(tmp_path):
+    """Root license files each named for its license (orjson's ``LICENSE-APACHE`` +
+    ``LICENSE-MIT``; packaging's ``LICENSE`` pointer + ``LICENSE.APACHE`` + ``LICENSE.BSD``)
+    make the repository's license their ``OR`` (what packaging's METADATA declares too), in
+    a tree, a tarball and the ``license`` stage's own join; a ``LICENSE-THIRD-PARTY``
+    beside a ``LICENSE`` does not (issue #36)."""
+    import io
+    import sysconfig
+    import tarfile
+
+    from datapipe.readers import READERS, InputFile
+
+    orjson = SITE / "orjson-3.13.0.dist-info" / "licenses"
+    packaging = SITE / "packaging-26.4.dist-info" / "licenses"
+    code = (Path(sysconfig.get_paths()["stdlib"]) / "bisect.py").read_bytes()   # no SPDX header
+    trees = tmp_path / "trees"
+    repos = {"orjson": {"LICENSE-APACHE": (orjson / "LICENSE-APACHE").read_bytes(),
+                        "LICENSE-MIT": (orjson / "LICENSE-MIT").read_bytes()},
+             "packaging": {p.name: p.read_bytes() for p in sorted(packaging.iterdir())},
+             "bundles": {"LICENSE": (orjson / "LICENSE-MIT").read_bytes(),
+                         "LICENSE-THIRD-PARTY": (orjson / "LICENSE-APACHE").read_bytes()}}
+    assert sorted(repos["packaging"]) == ["LICENSE", "LICENSE.APACHE", "LICENSE.BSD"]
+    for repo, files in repos.items():
+        for name, data in {**files, "src/mod.py": code}.items():
+            (trees / repo / name).parent.mkdir(parents=True, exist_ok=True)
+            (trees / repo / name).write_bytes(data)
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for name, data in {"src/mod.py": code, **repos["orjson"]}.items():   # license files last
+            info = tarfile.TarInfo(f"orjson-3.13.0/{name}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    (tmp_path / "orjson-3.13.0.tar.gz").write_bytes(buf.getvalue())
+
+    def licenses(files, root, **options):
+        reader = READERS["code"](source="code", options=options or None, on_error="skip")
+        inputs = [InputFile(str(p), str(p.relative_to(root)), p.stat().st_size) for p in files]
+        rows = [r for split in reader.plan(inputs, split_bytes=1 << 20) for t in reader.read(split)
+                for r in t.to_pylist()]
+        return {r["repo"]: r["license"] for r in rows if r["path"] == "src/mod.py"}
+
+    tree_files = sorted(p for p in trees.rglob("*") if p.is_file())
+    expect = {"orjson": "Apache-2.0 OR MIT", "packaging": "Apache-2.0 OR BSD-2-Clause", "bundles": "MIT"}
+    assert licenses(tree_files, trees, layout="tree", repos="folders") == expect
+    assert licenses([tmp_path / "orjson-3.13.0.tar.gz"], tmp_path) == {"orjson-3.13.0": "Apache-2.0 OR MIT"}
+    # a table without a license column: the license stage joins the license files of the batch
+    rows = [{"repo": repo, "path": name, "text": data.decode()} for repo, files in repos.items()
+            for name, data in files.items()] + [{"repo": repo, "path": "src/mod.py", "text": code.decode()}
+                                                for repo in repos]
+    out, _ = LicenseFilter().process(code_batch(rows))
+    got = {r: lic for r, p, lic in zip(out.column("repo").to_pylist(), out.column("path").to_pylist(),
+                                       out.column("license").to_pylist()) if p == "src/mod.py"}
+    assert got == expect and out.column(S.REJECT_REASON).null_count == out.num_rows
+
+
 def test_repo_meta_filter():
     rows = [{"repo": "a", "path": "a.py", "text": "x", "stars": 3, "forks": 1, "archived": False},
             {"repo": "b", "path": "b.py", "text": "x", "stars": 50, "forks": 0, "archived": False},

@@ -74,6 +74,33 @@ def test_missing_eos_is_a_clear_error(tmp_path, wiki_text):
         load_tokenizer(tmp_path / "nope.json")
 
 
+def test_code_prefix_reads_a_tree_as_a_job_would(tmp_path):
+    """``code:`` on a package tree (npm's ``abbrev``: ``lib/index.js``, ``package.json``,
+    ``LICENSE``; a real package with a ``.json``) reads every file as a file of the tree,
+    as a job's ``format: code`` source does: ``package.json`` is training text, not a
+    Stack table whose rows lack columns (issue #36). A folder of Stack tables still
+    reads as tables."""
+    import shutil
+    from pathlib import Path
+
+    from datapipe.readers import ReadStats
+
+    pkg = Path("/usr/lib/node_modules/npm/node_modules/abbrev")
+    if not (pkg / "package.json").is_file():
+        pytest.skip("npm's abbrev package is not installed here")
+    tree = tmp_path / "tree" / "abbrev"
+    shutil.copytree(pkg, tree)
+    stats = ReadStats()
+    texts = list(training_texts([f"code:{tmp_path / 'tree'}"], stats=stats))
+    files = sorted(p for p in tree.rglob("*") if p.is_file())
+    assert sorted(texts) == sorted(p.read_text(encoding="utf-8") for p in files)
+    assert stats.rejects == {} and stats.documents == len(files) == 3
+    table = tmp_path / "stack" / "rows.jsonl"
+    table.parent.mkdir()
+    table.write_text(json.dumps({"content": "def f():\n    return 1\n", "repo_name": "a/b", "path": "f.py"}) + "\n")
+    assert list(training_texts([f"code:{table.parent}"])) == ["def f():\n    return 1\n"]
+
+
 def test_cli_train_on_text_and_job_parquet(tmp_path, shared_dir, capsys):
     docs = tmp_path / "docs.parquet"
     pq.write_table(pa.table({
