@@ -100,10 +100,18 @@ _PHONE_WORDS_LATIN_EXTRA = ("telp", "simu", "nomor", "no telp", "sdt")
 #: "registered under ...", "text ... for details")
 _WEAK_PHONE_WORDS = ("at", "under", "unter", "text", "txt", "registered", "contact", "bookings", "reservations",
                      "enquiries", "inquiries", "office", "desk", "landline")
-#: labels written after a number ("... (Office)", "... -Office", "... fax")
-_AFTER_LABEL_RE = re.compile(
-    r"(?:[ \t]?[-\u2013(][ \t]?|[ \t])(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel\.?|phone|direct|"
-    r"landline|main|hotline|helpline)(?![A-Za-z0-9])", re.ASCII)
+#: kind words written after a number ("... mobile", "... -Fax", "... / cell", "(home)"):
+#: the strong ones say "phone" as a phone word before it does; the weak ones only in a
+#: tight label form ("(home)", "-Work", "/office", "[work]"), otherwise when a numbering
+#: plan accepts the number
+_AFTER_STRONG_WORDS = (
+    "fax", "mobile", "mob", "cell", "cellphone", "cell phone", "mobile phone", "tel", "tele", "telephone", "phone",
+    "whatsapp", "landline", "hotline", "helpline", "pager", "handy", "mobil", "portable", "telefon",
+    "t[eé]l[eé]phone", "tel[eé]fono", "m[oó]vil", "celular", "cellulare", "fixe", "home phone", "work phone",
+    "office phone", "business phone", "direct line", "direct dial", "fax number", "phone number", "mobile number",
+)
+_AFTER_WEAK_WORDS = ("office", "home", "work", "main", "direct", "business", "private", "voice", "toll-free",
+                     "toll free", "desk", "switchboard", "reception")
 
 
 def _alternation(words: tuple[str, ...], backwards: bool = False) -> str:
@@ -114,25 +122,35 @@ def _alternation(words: tuple[str, ...], backwards: bool = False) -> str:
     return "|".join(sorted(out, key=len, reverse=True))
 
 
+_AFTER_LABEL_RE = re.compile(
+    r"(?P<sep>[ \t]?[-\u2013\u2014/(\[,][ \t]?|[ \t])(?i:(?P<strong>" + _alternation(_AFTER_STRONG_WORDS) + r")|"
+    r"(?P<weak>" + _alternation(_AFTER_WEAK_WORDS) + r"))\.?(?![A-Za-z0-9]|-[A-Za-z])", re.ASCII)
+#: the marks that start a phone extension ("x769", "ext. 12", "Ext: 4021", "poste 12")
+_EXT_MARKS = r"x|ext|extn|extension|poste"
+#: gaps between a phone word and a number: a few marks, and at most one line break
+#: ("Phone:\n467 3395"; checked in code, the gate only bounds the length)
+_LEAD_GAP = r"[^0-9A-Za-z]{0,13}"
+
 GATES: dict[str, str] = {
     "email": r"[A-Za-z0-9._%+\-]@[A-Za-z0-9]",
     "url_password": r"://[^\s/?#\"'<>]*:[^\s/?#\"'<>]*@",
     "conn_password": r"[Pp](?:assword|ASSWORD|wd|WD)[ \t]*=",
     "ipv4": r"[0-9]\.[0-9]{1,3}\.[0-9]{1,3}\.[0-9]",
     # a public IPv6 starts with a 4-digit group in 2000::/3, or maps an IPv4 (ffff:)
-    "ipv6": r"[23][0-9A-Fa-f]{3}:[0-9A-Fa-f]{0,4}:|[fF]{4}:[0-9A-Fa-f]",
+    # (or NAT64's 64:ff9b::/96, which carries an IPv4 one)
+    "ipv6": r"[23][0-9A-Fa-f]{3}:[0-9A-Fa-f]{0,4}:|[fF]{4}:[0-9A-Fa-f]|64:[fF]{2}9[bB]:",
     "numeric": r"[0-9](?:[ ./()\-]{0,5}[0-9]){7}",
     "iban": r"[A-Z]{2}[0-9]{2}[ \-]?[A-Z0-9]{4}|[a-z]{2}[0-9]{2}[ \-]?[a-z0-9]{4}",
     # a phone word right before a number: short local numbers ("Tel. 467 3395") have
     # fewer digits than the numeric gate asks for
-    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS + _PHONE_WORDS_LATIN_EXTRA) + r")\b[^0-9A-Za-z\n]{0,6}(?:(?:"
-                 + _alternation(_GAP_WORDS) + r")\b[^0-9A-Za-z\n]{0,4}){0,3}[0-9])|\b[TMF][:.][^0-9A-Za-z\n]{0,6}[0-9]"
-                 r"|(?:" + _alternation(_PHONE_WORDS_OTHER) + r")[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS)
-                 + r")\b[^0-9A-Za-z\n]{0,4}){0,3}[0-9]"
-                 # a weak word and a number-shaped run, or a number and a label after it
+    "phone_cue": r"(?i:\b(?:" + _alternation(_PHONE_WORDS + _PHONE_WORDS_LATIN_EXTRA) + r")\b" + _LEAD_GAP + r"(?:(?:"
+                 + _alternation(_GAP_WORDS) + r")\b" + _LEAD_GAP + r"){0,3}[0-9])|\b[TMF][:.]" + _LEAD_GAP + r"[0-9]"
+                 r"|(?:" + _alternation(_PHONE_WORDS_OTHER) + r")" + _LEAD_GAP + r"(?:(?i:" + _alternation(_GAP_WORDS)
+                 + r")\b" + _LEAD_GAP + r"){0,3}[0-9]"
+                 # a weak word and a number-shaped run, or a number and a label or an extension after it
                  r"|(?i:\b(?:" + _alternation(_WEAK_PHONE_WORDS) + r")\b)[^0-9A-Za-z\n]{1,6}[+(]?[0-9][0-9 ()./\-]{5,}[0-9]"
-                 r"|[0-9][0-9 ()./\-]{5,}[0-9][^0-9A-Za-z\n]{0,3}(?i:office|fax|mobile|mob|cell|home|work|whatsapp|tel|phone|direct|landline"
-                 r"|main|hotline|helpline)\b",
+                 r"|[0-9][0-9 ()./\-]{5,}[0-9][^0-9A-Za-z\n]{0,3}(?i:" + _alternation(_AFTER_STRONG_WORDS + _AFTER_WEAK_WORDS)
+                 + r")\b|[0-9][0-9 ()./\-]{5,}[0-9],?[ ]?(?i:" + _EXT_MARKS + r")[.:]{0,2}[ ]?[0-9]",
     "token": (
         r"AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|APKA|AROA|ASCA|gh[pousr]_|github_pat_"
         r"|xox[abposre]-|[rs]k_(?:live|test)_|AIza|sk-|glpat-|npm_|hf_|SG\.|hooks\.slack\.com"
@@ -175,9 +193,13 @@ _SCP_AFTER_RE = re.compile(r":[A-Za-z0-9_~/.\-]", _A)
 _IPV4_RE = re.compile(r"[0-9](?<![0-9A-Za-z._][0-9])[0-9]{0,2}\.(?:[0-9]{1,3}\.){2}[0-9]{1,3}(?![0-9A-Za-z_]|\.[0-9])", _A)
 _IPV6_SEED_RE = re.compile(r":[0-9A-Fa-f]{0,4}:", _A)
 _HEX_COLON = frozenset("0123456789abcdefABCDEF:")
+# starts after a non-address character, or right after a label's colon ("ip:2a02:...",
+# "IPv6:2a02:...": a word with a letter no hex group has); ends before one, or before a
+# colon that ends a clause ("client 2a02:c7f::1: connected")
 _IPV6_RE = re.compile(
-    r"(?<![0-9A-Za-z:._\-])(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}(?!\.[0-9])|[0-9]{1,3}(?:\.[0-9]{1,3}){3})?"
-    r"(?:%[0-9A-Za-z.]+)?(?![0-9A-Za-z:_\-])", _A)
+    r"(?:(?<![0-9A-Za-z:._\-])|(?<=[G-Zg-z]:)|(?<=[G-Zg-z][0-9]:))"
+    r"(?:[0-9A-Fa-f]{0,4}:){2,7}(?:[0-9A-Fa-f]{1,4}(?!\.[0-9])|[0-9]{1,3}(?:\.[0-9]{1,3}){3})?"
+    r"(?:%[0-9A-Za-z.]+)?(?![0-9A-Za-z_\-]|:[0-9A-Za-z:])", _A)
 _VERSION_CUE_RE = re.compile(
     r"(?i)\b(?:v|ver|version|versions|release|released|releases|build|builds|firmware|kernel|rev|"
     r"revision|sdk|driver|drivers|patch|patched|upgrade|upgraded|upgrading|update|updated|updating|"
@@ -191,6 +213,9 @@ _IP_CUE_RE = re.compile(
     r"nameserver|resolver|subnet|route|traceroute|firewall|blocked|ban|banned|whitelist|blacklist|"
     r"allowlist|denylist|inet|listen|bind|visitor|logged|login|origin|source|remote|peer|node)\b", _A)
 _GLOBAL_V6 = ipaddress.ip_network("2000::/3")
+#: IPv6 prefixes that carry an IPv4 address in their last 32 bits (RFC 6052 NAT64,
+#: RFC 6145 IPv4-translated): such an address is public when the IPv4 one is
+_V4_EMBEDDING_V6 = (ipaddress.ip_network("64:ff9b::/96"), ipaddress.ip_network("::ffff:0:0:0/96"))
 _SHARED_V4 = ipaddress.ip_network("100.64.0.0/10")
 _UNIQUE_LOCAL_V6 = ipaddress.ip_network("fc00::/7")
 DOC_NETS_V4 = tuple(ipaddress.ip_network(n) for n in ("192.0.2.0/24", "198.51.100.0/24", "203.0.113.0/24"))
@@ -247,16 +272,21 @@ _CUED_NUMBER_RE = re.compile(
     _A)
 # the phone word and gap before a number, matched on the text before it read backwards
 # (one anchored attempt per number instead of a search through the 60 characters)
+# (a line break may sit in one of the gaps: "Phone:\n467 3395"; _lead_ok checks the label's line)
 _CUED_LEAD_REV_RE = re.compile(
-    r"[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS, True) + r")[^0-9A-Za-z\n]{1,6}){0,3}"
+    r"(?:[^0-9A-Za-z\n]{0,6}\n)?[^0-9A-Za-z\n]{0,6}(?:(?i:" + _alternation(_GAP_WORDS, True)
+    + r")(?:[^0-9A-Za-z\n]{0,6}\n)?[^0-9A-Za-z\n]{1,6}){0,3}"
     r"(?:(?i:" + _alternation(_PHONE_WORDS + _PHONE_WORDS_LATIN_EXTRA, True) + r")|(?<=[:.])[TMF]|(?:"
     + _alternation(_PHONE_WORDS_OTHER, True) + r"))(?![A-Za-z0-9])", _A)
 # a weak word right before a number (read backwards like the above; no gap words)
 _WEAK_LEAD_REV_RE = re.compile(
     r"[^0-9A-Za-z\n]{1,6}(?i:" + _alternation(_WEAK_PHONE_WORDS, True) + r")(?![A-Za-z0-9])", _A)
 _CUED_NUMBER_END_RE = re.compile(r"(?![0-9A-Za-z_]|[.\-/:][0-9A-Za-z])", _A)
-# a phone extension right after the number: "x769", " ext. 12", " extension 4"
-_PHONE_EXT_RE = re.compile(r"[ ]?(?:x|ext\.?|extn\.?|extension)[ ]?[0-9]{1,6}(?![0-9A-Za-z_])", re.I | _A)
+# a phone extension right after the number: "x769", " ext. 12", ", ext 12", " Ext: 4021",
+# " extension 4", " #123" (the "#" form only extends a number found otherwise: "#" alone
+# is not evidence of a phone)
+_PHONE_EXT_RE = re.compile(
+    r"(?:,?[ ]?(?P<mark>" + _EXT_MARKS + r")\.?:?[ ]?|[ ]?#[ ]?)[0-9]{1,6}(?![0-9A-Za-z_])", re.I | _A)
 # the tail of an IBAN-like code: digits after it belong to that code, not to a phone or card
 _IBAN_HEAD_RE = re.compile(r"(?<![0-9A-Za-z])[A-Z]{2}[0-9]{2}(?:[ \-]?[A-Z0-9]{4})*[ \-]?$", _A)
 _IBAN_RE = re.compile(
@@ -397,10 +427,19 @@ def ssn_ok(area: str, group: str, serial: str) -> bool:
     return (area + group + serial) not in _SSN_DENY
 
 
+def _embedded_v4(ip: ipaddress.IPv6Address) -> ipaddress.IPv4Address | None:
+    """The IPv4 address an IPv4-mapped, -translated or NAT64 IPv6 address carries."""
+    if ip.ipv4_mapped is not None:
+        return ip.ipv4_mapped
+    if any(ip in net for net in _V4_EMBEDDING_V6):
+        return ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)
+    return None
+
+
 def ip_is_public(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Globally routable unicast, outside documentation ranges."""
     if ip.version == 6:
-        mapped = ip.ipv4_mapped
+        mapped = _embedded_v4(ip)
         if mapped is not None:
             return ip_is_public(mapped)
         return ip in _GLOBAL_V6 and ip.is_global and ip not in DOC_NET_V6
@@ -411,7 +450,7 @@ def ip_is_private(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
     """Private, loopback, link-local, CGNAT or unique-local host addresses (not the
     documentation, unspecified, broadcast or multicast ones)."""
     if ip.version == 6:
-        mapped = ip.ipv4_mapped
+        mapped = _embedded_v4(ip)
         if mapped is not None:
             return ip_is_private(mapped)
         if ip in DOC_NET_V6 or ip.is_unspecified or ip.is_multicast:
@@ -610,6 +649,8 @@ class Detector:
             if cand.count(":") < 2:
                 continue
             addr = cand.split("%", 1)[0]
+            if addr.endswith(":") and not addr.endswith("::"):
+                addr = addr[:-1]   # "... 2a02:c7f::1: connected": the colon ends the clause
             try:
                 ip = ipaddress.IPv6Address(addr)
             except ValueError:
@@ -634,31 +675,42 @@ class Detector:
 
     def _f_phone_cue(self, text: str) -> Iterator[Span]:
         """Numbers right after a phone word, in any grouping (``Tel. 467 3395``,
-        ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``); after a weak word
-        (``reach the desk at``, ``registered under``) or before a label (``... (Office)``,
-        ``... -Office``, ``... fax``) only when the numbering plans know the number."""
+        ``call me on 699 956 915``, ``Phone: +1-903-140-4508x769``, the word ending the
+        line above: ``Phone:\n467 3395``), or with an extension (``... 4508 x769``,
+        ``... ext. 12``) or a kind word after them (``... mobile``, ``... -Fax``,
+        ``... (home)``); after a weak word (``reach the desk at``, ``registered under``)
+        or before a loose label (``... office``) only when the numbering plans know the
+        number."""
         for m in _CUED_NUMBER_RE.finditer(text):
             s = m.start()
             lead = text[s - 1:s - 61 if s > 60 else None:-1] if s else ""
-            strong = bool(lead) and _CUED_LEAD_REV_RE.match(lead) is not None
+            lead_m = _CUED_LEAD_REV_RE.match(lead) if lead else None
+            strong = lead_m is not None and _lead_ok(text, s, lead_m.end())
             weak = not strong and bool(lead) and _WEAK_LEAD_REV_RE.match(lead) is not None
             # the longest leading groups that make a phone: "+370 2249 2898 6 - a list item"
-            ends = sorted((g.end for g in _groups(text, s, m.end())), reverse=True)
+            groups = _groups(text, s, m.end())
+            ends = sorted((g.end for g in groups), reverse=True)
             for e in ends:
                 if text[e - 1] == ")" and text.count("(", s, e) < text.count(")", s, e):
                     e -= 1
                 ext = _PHONE_EXT_RE.match(text, e)
                 full_end = ext.end() if ext else e
-                after = ext is None and text[e - 1].isdigit() and _AFTER_LABEL_RE.match(text, e) is not None
-                if not (strong or (weak or after) and e >= ends[0] - 1):
-                    continue  # a weak word or a label takes the whole run, never a few table columns
-                if not _CUED_NUMBER_END_RE.match(text, full_end) and not after:
+                label = _AFTER_LABEL_RE.match(text, full_end) if text[full_end - 1].isdigit() else None
+                whole = e >= ends[0] - 1   # a word after the number takes the whole run, never a few table columns
+                # an extension mark or a kind word in label form says "phone" as a word before it does
+                sure = whole and (ext is not None and ext.group("mark") is not None or label is not None and (
+                    label.group("strong") is not None or any(c in label.group("sep") for c in "-\u2013\u2014/([")))
+                if not (strong or sure or (weak or label is not None) and whole):
+                    continue
+                if not _CUED_NUMBER_END_RE.match(text, full_end) and label is None:
                     continue
                 number = text[s:e]
                 plan = cued_phone_plan(number)
-                if plan is not None and not strong and (_thousands(number) or not P.plan_valid(number)):
+                if plan is not None and not strong and sure and not _self_evident(text, s, number):
                     plan = None
-                if plan is None and number.lstrip("( ").startswith("+") and P.plan_valid(number):
+                if plan is not None and not (strong or sure) and (_thousands(number) or not P.plan_valid(number)):
+                    plan = None
+                if plan is None and number.lstrip("( ").startswith("+")  and P.plan_valid(number):
                     plan = "intl:" + P.country_code(number)  # "+63 1800 3 287 7645": the plan's own grouping
                 if plan is not None:
                     yield Span(s, full_end, "phone", plan)
@@ -1090,6 +1142,39 @@ def cued_phone_plan(number: str) -> str | None:
     if cc == "1" and (len(body) != 11 or body[2] == "9"):
         return None  # +1 takes 10 digits; never an N9X area code (our own pseudonyms live there)
     return "intl:" + cc
+
+
+def _lead_ok(text: str, start: int, lead_len: int) -> bool:
+    """A phone word ``lead_len`` characters before the number at ``start`` counts across
+    a line break only as a label of the number's line: it is followed by a colon
+    (``Contact us by phone:``) or starts its own line (``Phone number``, ``- Tel.``);
+    prose that ends a line with "call" before a figure on the next is not."""
+    word = start - lead_len
+    nl = text.find("\n", word, start)
+    if nl < 0:
+        return True
+    if text.find("\n", nl + 1, start) >= 0:
+        return False
+    if ":" in text[word:nl] or "\uff1a" in text[word:nl]:
+        return True
+    line = text[text.rfind("\n", 0, word) + 1:word]
+    return not line.strip(" \t-*\u2022\u00b7>")
+
+
+def _self_evident(text: str, start: int, number: str) -> bool:
+    """A number with no phone word before it that an extension or kind word after it
+    makes a phone: grouped like one (or international, or 9+ digits), not a quantity
+    with thousands separators, and no word before it says it is something else
+    (``order``, ``ISBN``, ``#``)."""
+    groups = _groups(number, 0, len(number))
+    if not groups:
+        return False
+    if len(groups) < 2 and not number.lstrip("( ").startswith("+") and len(groups[0].digits) < 9:
+        return False
+    if _thousands(number):
+        return False
+    line = text[max(0, start - 24):start].rsplit("\n", 1)[-1]
+    return _NEG_CUE_RE.search(line) is None
 
 
 def _phone_in_run(text: str, start: int, end: int) -> Span | None:
