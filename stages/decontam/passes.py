@@ -4,7 +4,8 @@ per run by the engine's executor before the phase holding ``decontaminate``
 folder and reused on resume:
 
 1. ``items`` (one group per evaluation file, hashed over ``parts``): reads each file
-   (JSONL/Parquet/plain text through :mod:`datapipe.fs`) and writes one row per
+   (JSONL/Parquet/plain text, decompressed, through the input layer:
+   :func:`stages.decontam.ngrams.read_eval_items`) and writes one row per
    evaluation item: its benchmark and the hashes of its n-grams (a list, empty for an
    item shorter than ``n`` words).
 2. ``summary``: per benchmark, items, items shorter than ``n`` and n-grams (for the
