@@ -474,12 +474,26 @@ def _documents(args: argparse.Namespace, load) -> Iterator[ShardDocument]:
         yield from iter_documents(mp, documents=docs, decode=decode, ids=getattr(args, "ids", None))
 
 
+def _quiet_on_closed_pipe(fn: Callable[..., int]) -> Callable[..., int]:
+    """``datapipe shards cat ... | head``: a reader that stops early ends the command
+    quietly (status 0), not with a BrokenPipeError traceback."""
+    @functools.wraps(fn)
+    def run(*a: Any, **kw: Any) -> int:
+        try:
+            return fn(*a, **kw)
+        except BrokenPipeError:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+    return run
+
+
+@_quiet_on_closed_pipe
 def _cli_cat(args: argparse.Namespace, *, load: Callable[[str], tuple[Any, str]] | None = None) -> int:
     wanted = set(args.ids) if args.ids else None
+    if args.limit is not None and args.limit <= 0:
+        return 0
     n = 0
     for doc in _documents(args, load):
-        if args.limit is not None and n >= args.limit:
-            break
         n += 1
         if args.jsonl:
             print(json.dumps({"source": doc.source, "id": doc.id, "shard": doc.shard, "tokens": len(doc.tokens),
@@ -491,12 +505,15 @@ def _cli_cat(args: argparse.Namespace, *, load: Callable[[str], tuple[Any, str]]
             wanted.discard(doc.id)
             if not wanted:
                 break
+        if args.limit is not None and n >= args.limit:
+            break
     if wanted:
         print(f"not found: {' '.join(sorted(wanted))}", file=sys.stderr)
         return 1
     return 0
 
 
+@_quiet_on_closed_pipe
 def _cli_grep(args: argparse.Namespace, *, load: Callable[[str], tuple[Any, str]] | None = None) -> int:
     try:
         rx = re.compile(re.escape(args.pattern) if args.fixed_strings else args.pattern,
