@@ -357,14 +357,17 @@ def _shared_hint(entry: Any, subs: Mapping[str, str]):
         raise SpecError(f"{exc} [{'; '.join(hints)}]") from None
 
 
-_PATH_KEYS = frozenset({"model", "models", "tokenizer", "cutoffs"})
+_PATH_KEYS = frozenset({"model", "models", "tokenizer", "cutoffs",
+                        "eval_sets", "index", "block_files", "allow_files", "tag_files"})
 _PATH_SUFFIXES = ("_path", "_dir", "_in", "_out")
 
 
 def is_path_key(key: str) -> bool:
     """Whether a stage config key names a file or folder (so a relative value is
     resolved against the spec's folder): ``model``, ``models`` (a mapping of paths),
-    ``tokenizer``, ``cutoffs``, and ``*_path``, ``*_dir``, ``*_in``, ``*_out``. A
+    ``tokenizer``, ``cutoffs``, decontamination's ``eval_sets`` and ``index``, the URL
+    filter's ``block_files``/``allow_files``/``tag_files``, and ``*_path``, ``*_dir``,
+    ``*_in``, ``*_out``. A
     plugin stage's path options follow the same names."""
     return key in _PATH_KEYS or key.endswith(_PATH_SUFFIXES)
 

@@ -87,6 +87,24 @@ def test_model_and_tokenizer_paths_resolve_against_the_spec_file(tmp_path, share
     assert job.stages[1].config.tokenizer == str(models / "tok.json")
 
 
+def test_eval_sets_and_url_lists_resolve_against_the_spec_file(tmp_path):
+    lists = tmp_path / "jobs" / "lists"
+    lists.mkdir(parents=True)
+    (lists / "humaneval.jsonl").write_text('{"prompt": "def add(a, b): return the sum of the two numbers a and b"}\n')
+    (lists / "block.txt").write_text("bad.example\n")
+    spec = _spec(tmp_path, """
+        - url_filter: {block_files: [lists/block.txt], tag_files: {t: [lists/block.txt]}}
+        - decontaminate: {eval_sets: {humaneval: [lists/humaneval.jsonl]}}
+        """)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    proc = _validate(spec, elsewhere)
+    assert proc.returncode == 0, proc.stderr
+    job = load_job(spec)
+    assert job.stages[0].config.block_files == (str(lists / "block.txt"),)
+    assert job.stages[1].config.eval_sets == {"humaneval": (str(lists / "humaneval.jsonl"),)}
+
+
 def test_unset_models_placeholder_names_the_variable(tmp_path, monkeypatch):
     monkeypatch.delenv("DATAPIPE_MODELS", raising=False)
     spec = _spec(tmp_path, """
