@@ -40,7 +40,7 @@ from datapipe.errors import SpecError
 from datapipe.passes import SIDE, STORAGE, Blocks, Hash, Input, Output, Pass, Ref, Routed
 from datapipe.stage import GlobalStage, StageConfig
 from stages.dedup import graph as G
-from stages.semdedup.kmeans import assign, embedding_matrix, kmeans, similar_pairs
+from stages.semdedup.kmeans import assign, components, cosines, embedding_matrix, kmeans
 
 EMB = "_emb"   # the embedding's column in the passes, whatever its name in the documents
 SAMPLE = pa.schema([("h", pa.uint64()), ("source", pa.string()), ("id", pa.string()),
@@ -175,7 +175,7 @@ def bottom_k(t: pa.Table, *, k: int) -> pa.Table:
     if not len(idx):
         return SAMPLE.empty_table()
     src, ids = _col(t, "source").take(pa.array(idx)), _col(t, "id").take(pa.array(idx))
-    x = x[idx].astype(np.float32)
+    x = x[idx]
     dim = x.shape[1]
     emb = pa.ListArray.from_arrays(pa.array(np.arange(len(idx) + 1, dtype=np.int32) * dim), pa.array(x.ravel()))
     out = pa.table({"h": pa.array(_doc_hash(src, ids)), "source": src, "id": ids, "emb": emb,
@@ -205,8 +205,7 @@ def fit_centroids(t: pa.Table, *, k: int, clusters: int | None, cluster_rows: in
     emb = _col(t, "emb")
     flat = emb.flatten()
     dim = len(flat) // len(emb)
-    x = flat.to_numpy(zero_copy_only=False).astype(np.float64).reshape(len(emb), dim)
-    x /= np.sqrt((x * x).sum(axis=1))[:, None]
+    x = flat.to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(emb), dim)   # unit rows (bottom_k)
     c = kmeans(x, n_clusters(total, t.num_rows, clusters, cluster_rows), seed=seed, iterations=iterations)
     m = len(c)
     return pa.table({"cluster": pa.array(np.arange(m, dtype=np.int32)),
@@ -236,7 +235,7 @@ def route_to_clusters(t: pa.Table, *, centroids: str, storage: Any, parts: int) 
     if len(idx) and x.shape[1] != c.shape[1]:
         raise ValueError(f"semantic_dedup: embeddings of {x.shape[1]} dimensions against centroids of "
                          f"{c.shape[1]}; every document needs an embedding from the same model")
-    label, _ = assign(x[idx], c)
+    label = assign(x[idx], c)
     take = pa.array(idx)
     return pa.table({"_part": pa.array((label % parts).astype(np.int64)), "cluster": pa.array(label),
                      "id": _col(t, "id").take(take), "source": _col(t, "source").take(take),
@@ -253,7 +252,7 @@ def _pieces(x: np.ndarray, max_rows: int, seed: int, iterations: int, depth: int
         return [np.arange(n)]
     if depth < _MAX_DEPTH:
         c = kmeans(x, math.ceil(2 * n / max_rows), seed=seed + depth + 1, iterations=iterations)
-        label, _ = assign(x, c)
+        label = assign(x, c)
         groups = [np.flatnonzero(label == g) for g in np.unique(label).tolist()]
         if len(groups) > 1:
             return [g[p] for g in groups for p in _pieces(x[g], max_rows, seed, iterations, depth + 1)]
@@ -261,23 +260,14 @@ def _pieces(x: np.ndarray, max_rows: int, seed: int, iterations: int, depth: int
 
 
 def duplicates_in(x: np.ndarray, threshold: float, *, block_rows: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Rows ``x`` (unit rows in keep-rule order): ``(dropped, kept, cosine)``, every row
-    whose component of pairs at cosine >= ``threshold`` has an earlier row, with that
-    component's first row and the cosine between the two."""
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components
-
-    i, j, _ = similar_pairs(x, threshold, block_rows=block_rows)
-    n = len(x)
-    if not len(i):
-        return np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0)
-    _, label = connected_components(coo_matrix((np.ones(len(i), np.int8), (i, j)), shape=(n, n)), directed=False)
-    first = np.full(label.max() + 1, n, np.int64)
-    np.minimum.at(first, label, np.arange(n))
-    root = first[label]
-    dropped = np.flatnonzero(root != np.arange(n))
+    """Rows ``x`` (float32 unit rows in keep-rule order): ``(dropped, kept, cosine)``,
+    every row whose component of pairs at cosine >= ``threshold`` has an earlier row,
+    with that component's first row and the cosine between the two (float64; below the
+    threshold when they are linked through others)."""
+    root = components(x, threshold, block_rows=block_rows)
+    dropped = np.flatnonzero(root != np.arange(len(x)))
     kept = root[dropped]
-    return dropped, kept, (x[dropped] * x[kept]).sum(axis=1)
+    return dropped, kept, cosines(x, dropped, kept)
 
 
 def cluster_duplicates(t: pa.Table, *, threshold: float, ranks: dict[str, int], default_rank: int,

@@ -16,7 +16,7 @@ from datapipe.errors import SpecError
 from datapipe.passes import run_declared
 from datapipe.stage import StageContext
 from stages.semdedup import SemanticDedup, SemanticDedupConfig
-from stages.semdedup.kmeans import embedding_matrix, similar_pairs
+from stages.semdedup.kmeans import components, embedding_matrix, similar_pairs
 from stages.semdedup.stage import bottom_k, fit_centroids
 
 DIM = 32
@@ -148,9 +148,24 @@ def test_tiled_compare_finds_exactly_the_pairs_of_the_whole_compare():
         tiled = similar_pairs(x, 0.9, block_rows=block)
         assert all(np.array_equal(a, b) for a, b in zip(full, tiled))
     # every pair at or above the threshold, and only those (brute force in float64)
-    sims = x @ x.T
+    x64 = x.astype(np.float64)
+    sims = x64 @ x64.T
     want = {(i, j) for i in range(len(x)) for j in range(i + 1, len(x)) if sims[i, j] >= 0.9}
     assert set(zip(full[0].tolist(), full[1].tolist())) == want
+    # the components merged tile by tile (no pair kept) are those of all the pairs at once
+    parent = list(range(len(x)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            i = parent[i]
+        return i
+    for i, j in sorted(want):
+        a, b = find(i), find(j)
+        parent[max(a, b)] = min(a, b)
+    roots = [find(i) for i in range(len(x))]
+    assert len(set(roots)) < len(x) - 20
+    for block in (1, 7, 64, len(x)):
+        assert components(x, 0.9, block_rows=block).tolist() == roots
 
 
 def test_an_oversized_cluster_is_cut_into_pieces_and_copies_still_meet(tmp_path):
