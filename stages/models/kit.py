@@ -9,7 +9,8 @@ downloaded at run time.
 
 Batching (:func:`length_batches`): a batch of texts is tokenized once (no padding), its
 rows sorted by token count and cut into sub-batches bounded by *padded tokens*
-(``rows x longest row <= batch_tokens``) and by ``max_rows``; each sub-batch is padded to
+(``rows x longest row <= batch_tokens``), by ``max_rows`` and by padding (at most 10%
+beyond the real tokens); each sub-batch is padded to
 its own longest row, run, and the results scattered back to input order. Rows of similar
 length share a sub-batch, so little compute goes to padding; a sub-batch of short rows
 holds many of them. Results do not depend on which rows share a sub-batch beyond float
@@ -45,6 +46,8 @@ CHARS_PER_TOKEN_CAP = 32
 #: cost is per token and small batches lose little; a GPU wants large ones
 DEFAULT_BATCH_TOKENS = {"cpu": 8192, "cuda": 65536}
 DEFAULT_MAX_ROWS = 512
+#: padded tokens a sub-batch may compute beyond its real ones (10%)
+MAX_PADDING = 0.1
 DTYPES = ("auto", "fp32", "bf16", "fp16")
 WEIGHT_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin",
                 "pytorch_model.bin.index.json")
@@ -115,19 +118,23 @@ def torch_dtype(name: str) -> "torch.dtype":
 
 
 def length_batches(lengths: Sequence[int] | np.ndarray, *, batch_tokens: int,
-                   max_rows: int = DEFAULT_MAX_ROWS) -> list[np.ndarray]:
+                   max_rows: int = DEFAULT_MAX_ROWS, max_padding: float = MAX_PADDING) -> list[np.ndarray]:
     """Row indices of each sub-batch: rows sorted by length (ties by index, so the cut is a
-    pure function of the lengths), cut so that ``rows x longest <= batch_tokens`` and
-    ``rows <= max_rows``. A row longer than ``batch_tokens`` runs alone."""
+    pure function of the lengths), cut so that ``rows x longest <= batch_tokens``,
+    ``rows <= max_rows`` and the padding stays within ``max_padding`` of the real tokens
+    (a few short rows among long ones get a sub-batch of their own instead of being
+    padded to the long ones' length). A row longer than ``batch_tokens`` runs alone."""
     lengths = np.asarray(lengths, dtype=np.int64)
     order = np.lexsort((np.arange(len(lengths)), lengths))
     out: list[np.ndarray] = []
-    start = 0
+    start, real = 0, 0
     for i in range(len(order)):
+        n = int(lengths[order[i]])
         rows = i - start + 1
-        if rows > 1 and (rows * int(lengths[order[i]]) > batch_tokens or rows > max_rows):
+        if rows > 1 and (rows * n > batch_tokens or rows > max_rows or rows * n > (1 + max_padding) * (real + n)):
             out.append(order[start:i])
-            start = i
+            start, rows, real = i, 1, 0
+        real += n
     if start < len(order):
         out.append(order[start:])
     return out

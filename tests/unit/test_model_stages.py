@@ -130,3 +130,21 @@ def test_model_stage_config_errors_name_the_value_and_the_fix(minilm_dir, regres
         EmbedConfig(model=str(minilm_dir), gpus=2)
     cfg = EmbedConfig(model=str(minilm_dir))   # no GPU here: auto is 0, fp32
     assert (cfg.gpus, cfg.dtype) == (0.0, "fp32")
+
+
+def test_length_batches_cover_every_row_once_within_the_token_and_padding_bounds():
+    from stages.models.kit import length_batches, naive_batches
+
+    # a crawl's mix: most rows cut at 512 tokens, a tail of short ones, in input order
+    rng = np.random.default_rng(0)
+    lengths = np.where(rng.random(1000) < 0.7, 512, rng.integers(3, 512, 1000))
+    batches = length_batches(lengths, batch_tokens=16384)
+    rows = np.concatenate(batches)
+    assert sorted(rows.tolist()) == list(range(1000))
+    assert all(len(b) * lengths[b].max() <= 16384 for b in batches)
+    padded = sum(len(b) * int(lengths[b].max()) for b in batches)
+    naive = sum(len(b) * int(lengths[b].max()) for b in naive_batches(1000, 32))
+    assert padded <= 1.1 * lengths.sum() < naive
+    assert len(batches) < 80
+    assert [b.tolist() for b in length_batches(lengths, batch_tokens=16384)] == [b.tolist() for b in batches]
+    assert [b.tolist() for b in length_batches([9000, 5], batch_tokens=4096)] == [[1], [0]]   # too long: alone
