@@ -55,7 +55,9 @@ from typing import Any, BinaryIO, Iterator
 from datapipe import fs
 from datapipe.deadline import DocumentTimeout, deadline
 from datapipe.errors import SpecError
-from datapipe.readers._streams import FileCorrupt, compression_of, decompress, read_upto
+# classify and strip_compression are public here for stages that read user files (decontamination)
+from datapipe.readers._streams import (FileCorrupt, classify, compression_of, decompress, read_upto,  # noqa: F401
+                                      strip_compression)
 
 #: every reason the input layer itself gives (``read:`` + one of these)
 REASONS = ("outside_inputs", "not_regular_file", "dangling_link", "too_large", "too_many_members",

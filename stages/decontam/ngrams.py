@@ -33,8 +33,7 @@ import pyarrow.compute as pc
 import zstandard
 
 from datapipe import fs
-from datapipe.readers._streams import FileCorrupt, classify, strip_compression
-from datapipe.readers.inputs import Input
+from datapipe.readers.inputs import FileCorrupt, Input, classify, strip_compression
 from stages._radix import RadixIndex
 
 log = logging.getLogger(__name__)
