@@ -62,7 +62,7 @@ class SemanticDedupConfig(StageConfig):
     threshold: float = 0.9
     #: the embedding column (an ``embed`` stage writes ``embedding``)
     column: str = "embedding"
-    #: k-means clusters; None: the corpus's documents / ``cluster_rows``
+    #: k-means clusters; None: the corpus's documents / ``cluster_rows`` (at most ``sample_rows`` / 10)
     clusters: int | None = None
     #: documents per cluster on average when ``clusters`` is None
     cluster_rows: int = 1000
@@ -174,23 +174,29 @@ def bottom_k(t: pa.Table, *, k: int) -> pa.Table:
     idx = np.flatnonzero(ok)
     if not len(idx):
         return SAMPLE.empty_table()
-    src, ids = _col(t, "source").take(pa.array(idx)), _col(t, "id").take(pa.array(idx))
+    h = _doc_hash(_col(t, "source").take(pa.array(idx)), _col(t, "id").take(pa.array(idx)))
+    if len(idx) > k:   # every row at or below the k-th smallest hash (ties: all of them), then sorted
+        low = h <= np.partition(h, k - 1)[k - 1]
+        idx, h = idx[low], h[low]
     x = x[idx]
     dim = x.shape[1]
     emb = pa.ListArray.from_arrays(pa.array(np.arange(len(idx) + 1, dtype=np.int32) * dim), pa.array(x.ravel()))
-    out = pa.table({"h": pa.array(_doc_hash(src, ids)), "source": src, "id": ids, "emb": emb,
+    out = pa.table({"h": pa.array(h), "source": _col(t, "source").take(pa.array(idx)),
+                    "id": _col(t, "id").take(pa.array(idx)), "emb": emb,
                     "rows": pa.array(np.zeros(len(idx), np.int64))})
     out = _smallest(out, k)
     rows = np.zeros(out.num_rows, np.int64)
-    rows[0] = len(idx)
+    rows[0] = int(ok.sum())
     return out.set_column(4, "rows", pa.array(rows))
 
 
 def n_clusters(rows: int, sample: int, clusters: int | None, cluster_rows: int) -> int:
-    """The clusters k-means is asked for: ``clusters``, or ``ceil(rows / cluster_rows)``;
-    never more than the sample's rows."""
-    k = clusters if clusters is not None else math.ceil(rows / cluster_rows)
-    return max(1, min(k, sample))
+    """The clusters k-means is asked for: ``clusters`` (at most the sample's rows), or
+    ``ceil(rows / cluster_rows)`` and at most a tenth of the sample's rows (fewer than
+    ten sample rows a centroid place it by chance)."""
+    if clusters is not None:
+        return max(1, min(clusters, sample))
+    return max(1, min(math.ceil(rows / cluster_rows), sample // 10))
 
 
 def fit_centroids(t: pa.Table, *, k: int, clusters: int | None, cluster_rows: int, seed: int,
@@ -235,7 +241,7 @@ def route_to_clusters(t: pa.Table, *, centroids: str, storage: Any, parts: int) 
     if len(idx) and x.shape[1] != c.shape[1]:
         raise ValueError(f"semantic_dedup: embeddings of {x.shape[1]} dimensions against centroids of "
                          f"{c.shape[1]}; every document needs an embedding from the same model")
-    label = assign(x[idx], c)
+    label = assign(x if len(idx) == len(x) else x[idx], c)
     take = pa.array(idx)
     return pa.table({"_part": pa.array((label % parts).astype(np.int64)), "cluster": pa.array(label),
                      "id": _col(t, "id").take(take), "source": _col(t, "source").take(take),
