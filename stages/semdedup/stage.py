@@ -160,12 +160,6 @@ def _doc_hash(sources: pa.Array, ids: pa.Array) -> np.ndarray:
                        dtype=np.uint64, count=len(ids))
 
 
-def _smallest(t: pa.Table, k: int) -> pa.Table:
-    """The ``k`` rows of smallest ``(h, source, id)``, in that order."""
-    t = t.sort_by([("h", "ascending"), ("source", "ascending"), ("id", "ascending")])
-    return t.slice(0, k)
-
-
 def bottom_k(t: pa.Table, *, k: int) -> pa.Table:
     """Pass ``sample`` on one block: its ``k`` documents with an embedding of smallest hash
     (their embeddings as unit float32 rows) and, on the first row, how many documents
@@ -178,16 +172,19 @@ def bottom_k(t: pa.Table, *, k: int) -> pa.Table:
     if len(idx) > k:   # every row at or below the k-th smallest hash (ties: all of them), then sorted
         low = h <= np.partition(h, k - 1)[k - 1]
         idx, h = idx[low], h[low]
-    x = x[idx]
-    dim = x.shape[1]
-    emb = pa.ListArray.from_arrays(pa.array(np.arange(len(idx) + 1, dtype=np.int32) * dim), pa.array(x.ravel()))
-    out = pa.table({"h": pa.array(h), "source": _col(t, "source").take(pa.array(idx)),
-                    "id": _col(t, "id").take(pa.array(idx)), "emb": emb,
-                    "rows": pa.array(np.zeros(len(idx), np.int64))})
-    out = _smallest(out, k)
-    rows = np.zeros(out.num_rows, np.int64)
+    keys = pa.table({"h": pa.array(h), "source": _col(t, "source").take(pa.array(idx)),
+                     "id": _col(t, "id").take(pa.array(idx))})
+    order = pc.sort_indices(keys, sort_keys=[("h", "ascending"), ("source", "ascending"), ("id", "ascending")])
+    order = order.slice(0, k)
+    xs = x[idx[order.to_numpy()]]
+    m, dim = xs.shape
+    rows = np.zeros(m, np.int64)
     rows[0] = int(ok.sum())
-    return out.set_column(4, "rows", pa.array(rows))
+    return pa.table({"h": keys.column("h").take(order), "source": keys.column("source").take(order),
+                     "id": keys.column("id").take(order),
+                     "emb": pa.ListArray.from_arrays(pa.array(np.arange(m + 1, dtype=np.int32) * dim),
+                                                     pa.array(xs.ravel())),
+                     "rows": pa.array(rows)}, schema=SAMPLE)
 
 
 def n_clusters(rows: int, sample: int, clusters: int | None, cluster_rows: int) -> int:
@@ -205,19 +202,20 @@ def fit_centroids(t: pa.Table, *, k: int, clusters: int | None, cluster_rows: in
     union of the blocks' bottom-k), in hash order, clustered by spherical k-means.
     Each row: a centroid, and the corpus's documents and sample size (for the report)."""
     total = int(pc.sum(t.column("rows")).as_py() or 0) if t.num_rows else 0
-    t = _smallest(t, k)
     if not t.num_rows:
         return CENTROIDS.empty_table()
+    order = pc.sort_indices(t, sort_keys=[("h", "ascending"), ("source", "ascending"), ("id", "ascending")])
+    order = order.slice(0, k).to_numpy()
     emb = _col(t, "emb")
     flat = emb.flatten()
     dim = len(flat) // len(emb)
-    x = flat.to_numpy(zero_copy_only=False).astype(np.float32).reshape(len(emb), dim)   # unit rows (bottom_k)
-    c = kmeans(x, n_clusters(total, t.num_rows, clusters, cluster_rows), seed=seed, iterations=iterations)
+    x = flat.to_numpy(zero_copy_only=False).reshape(len(emb), dim)[order]   # unit float32 rows (bottom_k)
+    c = kmeans(x, n_clusters(total, len(x), clusters, cluster_rows), seed=seed, iterations=iterations)
     m = len(c)
     return pa.table({"cluster": pa.array(np.arange(m, dtype=np.int32)),
                      "centroid": pa.ListArray.from_arrays(pa.array(np.arange(m + 1, dtype=np.int32) * dim),
                                                           pa.array(c.ravel())),
-                     "rows": pa.array(np.full(m, total, np.int64)), "sample": pa.array(np.full(m, t.num_rows, np.int64))},
+                     "rows": pa.array(np.full(m, total, np.int64)), "sample": pa.array(np.full(m, len(x), np.int64))},
                     schema=CENTROIDS)
 
 
