@@ -78,18 +78,22 @@ def assign(x: np.ndarray, centroids: np.ndarray) -> np.ndarray:
     """Each unit row's most similar centroid (the lowest index on a tie). ``x``: float32
     unit rows; ``centroids``: float64 unit rows. A row whose best two centroids are within
     :data:`MARGIN` in the float32 product is decided in float64, row by row, so the
-    answer never depends on the other rows of the call."""
-    n = len(x)
-    if n == 0 or len(centroids) == 0:
-        return np.zeros(n, np.int32)
-    s = x @ centroids.astype(np.float32).T
-    best = np.argmax(s, axis=1)
-    if s.shape[1] > 1:
-        top2 = np.partition(s, s.shape[1] - 2, axis=1)[:, -2:]
-        close = np.flatnonzero(top2[:, 1] - top2[:, 0] < MARGIN)
-        for i in close.tolist():
-            best[i] = int(np.argmax((centroids * x[i].astype(np.float64)).sum(axis=1)))
-    return best.astype(np.int32)
+    answer never depends on the other rows of the call. Memory: :data:`CHUNK` x
+    centroids scores."""
+    n, k = len(x), len(centroids)
+    best = np.zeros(n, np.int32)
+    if n == 0 or k == 0:
+        return best
+    c32 = centroids.astype(np.float32)
+    for a in range(0, n, CHUNK):   # CHUNK x k scores at a time
+        s = x[a:a + CHUNK] @ c32.T
+        b = np.argmax(s, axis=1)
+        if k > 1:
+            top2 = np.partition(s, k - 2, axis=1)[:, -2:]
+            for i in np.flatnonzero(top2[:, 1] - top2[:, 0] < MARGIN).tolist():
+                b[i] = int(np.argmax((centroids * x[a + i].astype(np.float64)).sum(axis=1)))
+        best[a:a + CHUNK] = b
+    return best
 
 
 def kmeans(x: np.ndarray, k: int, *, seed: int, iterations: int) -> np.ndarray:
