@@ -78,7 +78,7 @@ def make_mix(folder: Path, seq: int, tokens: int) -> Path:
 
 
 def run_trainer(name: str, mix: Path, *, device: str, steps: int, threads: int | None, compile: bool,
-                precision: str, loss: str = "chunked") -> tuple[list[dict], ModelConfig]:
+                precision: str, loss: str = "auto") -> tuple[list[dict], ModelConfig]:
     import torch._dynamo
 
     torch._dynamo.reset()  # each row compiles its own model from scratch
@@ -115,8 +115,9 @@ def main() -> None:
     ap.add_argument("--peak-tflops", type=float, default=None, help="GPU peak per device (default: from the table)")
     ap.add_argument("--cpu-peak-tflops", type=float, default=None, help="CPU peak for an MFU on CPU")
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (CPU runs)")
-    ap.add_argument("--loss", choices=["chunked", "plain"], default="chunked",
-                    help="the trainer's loss: chunked recomputes the logits in backward (not counted in MFU)")
+    ap.add_argument("--loss", choices=["auto", "chunked", "plain"], default="auto",
+                    help="the trainer's loss (auto: plain on CUDA when it fits, docs/trainer.md); chunked recomputes "
+                         "the logits in backward, which MFU does not count")
     from bench import _smoke  # the repository is on sys.path (above)
 
     args = _smoke.parse(ap, {"device": "cpu", "configs": ["cpu-small"], "steps": 2, "warmup": 1, "tokens": 100_000, "threads": 1})

@@ -74,7 +74,8 @@ class TrainConfig:
     precision: Literal["auto", "fp32", "bf16", "fp8"] = "auto"  # auto: bf16 on CUDA, fp32 on CPU; fp8: torchao
     ac: Literal["auto", "none", "attention", "every_other", "full"] = "auto"  # activation checkpointing
     compile: bool | Literal["auto"] = "auto"  # torch.compile each block; auto: on CUDA only
-    loss: Literal["chunked", "plain"] = "chunked"  # chunked: logits + CE per chunk of tokens (trainer_bridge/loss.py)
+    loss: Literal["auto", "chunked", "plain"] = "auto"  # chunked: logits + CE per chunk of tokens (trainer_bridge/
+                                      # loss.py); auto: plain on CUDA when it fits at the same micro_batch/ac, else chunked
     loss_chunk_tokens: int = 4096
     position_ids: bool = False        # RoPE positions restart at every document
     document_mask: bool = False       # and attention stays inside documents (needs position_ids)
@@ -105,6 +106,8 @@ class TrainConfig:
         if self.micro_batch not in (None, "auto") and self.micro_batch < 1:
             raise SpecError(f"train: micro_batch {self.micro_batch} must be >= 1, auto, or null "
                             "(the whole local batch)")
+        if self.loss not in {"auto", "chunked", "plain"}:
+            raise SpecError(f"train: loss {self.loss!r} must be auto, chunked or plain")
         if self.loss_chunk_tokens < 1 or self.straggler_factor is not None and not self.straggler_factor > 1:
             raise SpecError(f"train: loss_chunk_tokens {self.loss_chunk_tokens} must be >= 1 and straggler_factor "
                             f"{self.straggler_factor} > 1 (or null: off)")
@@ -300,11 +303,12 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
     if precision == "bf16" and not cuda:
         raise SpecError(f"train: precision: {precision} needs CUDA (this run is on {d.device.type}); use fp32 or auto")
     bf16, compiled = precision != "fp32", cuda if cfg.compile == "auto" else cfg.compile
-    chunk = cfg.loss_chunk_tokens if cfg.loss == "chunked" else None
     budget = memory.available_bytes(d.device.type, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    est, fits = memory.choose(mcfg, seq_len=plan.seq_len, local_batch=local, micro_batch=None if mb == "auto" else mb,
-                              ac=cfg.ac, budget=budget, dp=d.dims.dp, tp=d.dims.tp, bf16=bf16, chunk_tokens=chunk,
-                              document_mask=cfg.document_mask, fused_adam=cuda)
+    chunk, est, fits = memory.choose_loss(mcfg, loss=cfg.loss, cuda=cuda, chunk_tokens=cfg.loss_chunk_tokens,
+                                          seq_len=plan.seq_len, local_batch=local,
+                                          micro_batch=None if mb == "auto" else mb, ac=cfg.ac, budget=budget,
+                                          dp=d.dims.dp, tp=d.dims.tp, bf16=bf16, document_mask=cfg.document_mask,
+                                          fused_adam=cuda)
     if not fits and (mb == "auto" or cfg.ac == "auto"):
         raise SpecError("train: no micro_batch / ac choice fits the memory available; the smallest:\n"
                         + "\n".join(est.lines(budget)) + "\nuse more ranks (dp / tp), a smaller model or seq_len")
@@ -365,7 +369,8 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
         log_.echo(_nothing_left(cfg, r, step, resume))
     log_.echo(_budget_line(loader, T, ahead=True))
     log_.echo(f"perf: precision {r.precision}, "
-              f"compile {'on' if r.compiled else 'off'}, loss {cfg.loss}, micro_batch {r.micro_batch}, "
+              f"compile {'on' if r.compiled else 'off'}, loss {'chunked' if r.chunk_tokens else 'plain'}"
+              f"{' (auto)' if cfg.loss == 'auto' else ''}, micro_batch {r.micro_batch}, "
               f"ac {r.memory.ac}")
     for line in r.memory.lines(r.memory_budget):
         log_.echo(line)
