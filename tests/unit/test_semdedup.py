@@ -6,6 +6,8 @@ end-to-end job with real text and the embed stage is tests/ray/test_semdedup_ray
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -189,3 +191,26 @@ def test_config_errors_name_the_value_and_the_fix(bad, match):
     with pytest.raises(SpecError, match=match):
         SemanticDedupConfig(**bad)
     assert SemanticDedupConfig(column="emb").reads == ("emb",)
+
+
+def test_a_restart_reuses_committed_passes_and_a_new_threshold_reuses_the_clusters(tmp_path):
+    base, copies = _corpus(seed=6, n=120, groups=6)
+    ids = [f"a/{i:05d}" for i in range(126)]
+
+    def run(threshold: float) -> tuple[bytes, list[tuple[str, bool]]]:
+        stage = SemanticDedup(SemanticDedupConfig(threshold=threshold, clusters=3))
+        side = _side(stage, "a", ids, list(base) + list(copies), "a/0")
+        (tmp_path / "side").mkdir(exist_ok=True)
+        pq.write_table(side, tmp_path / "side" / "0.parquet")
+        ctx = StageContext(work_dir=str(tmp_path / "work"), sources=("a",))
+        uri = run_declared(stage, [str(tmp_path / "side" / "0.parquet")], ctx)
+        data = b"".join(p.read_bytes() for p in sorted(Path(uri).rglob("*.parquet")))
+        return data, [(p["pass"], p["reused"]) for p in ctx.report["passes"]]
+
+    first, passes = run(0.9)
+    assert passes == [("sample", False), ("centroids", False), ("decisions", False)]
+    again, passes = run(0.9)
+    assert again == first and passes == [("sample", True), ("centroids", True), ("decisions", True)]
+    # the threshold keys only the last pass: the clusters are reused
+    _, passes = run(0.95)
+    assert passes == [("sample", True), ("centroids", True), ("decisions", False)]
