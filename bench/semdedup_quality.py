@@ -41,19 +41,19 @@ from pathlib import Path
 _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 
-import argparse  # noqa: E402
-import gzip  # noqa: E402
-import hashlib  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import time  # noqa: E402
+import argparse
+import gzip
+import hashlib
+import json
+import os
+import random
+import re
+import shutil
+import time
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 PRIORITY = ("wiki", "books", "web")
 KINDS = ("copy", "light", "heavy", "reorder")

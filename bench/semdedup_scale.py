@@ -21,14 +21,14 @@ _HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(_HERE.parent))
 sys.path.insert(0, str(_HERE.parent / "tests"))
 
-import argparse  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+import argparse
+import shutil
+import tempfile
+import time
 
-import numpy as np  # noqa: E402
-import pyarrow as pa  # noqa: E402
-import pyarrow.parquet as pq  # noqa: E402
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 
 DIM = 384
 
@@ -60,9 +60,10 @@ def side_files(n: int, topics: int, folder: Path, seed: int = 0) -> tuple[list[s
 
 
 def run(files: list[str], work: Path, **cfg) -> tuple[dict[str, float], float, int]:
+    from peak_memory import maxrss_mb, rss_mark
+
     from datapipe.passes import run_declared
     from datapipe.stage import StageContext
-    from peak_memory import maxrss_mb, rss_mark
     from stages.semdedup import SemanticDedup, SemanticDedupConfig
 
     shutil.rmtree(work, ignore_errors=True)

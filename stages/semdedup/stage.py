@@ -156,7 +156,7 @@ def _doc_hash(sources: pa.Array, ids: pa.Array) -> np.ndarray:
     import xxhash
 
     h = xxhash.xxh3_64_intdigest
-    return np.fromiter((h(f"{s}\x1f{i}".encode("utf-8")) for s, i in zip(sources.to_pylist(), ids.to_pylist())),
+    return np.fromiter((h(f"{s}\x1f{i}".encode()) for s, i in zip(sources.to_pylist(), ids.to_pylist())),
                        dtype=np.uint64, count=len(ids))
 
 
