@@ -21,6 +21,9 @@ Contract:
   labels are inputs shifted by one), ``source`` (``[G/W]``, int64: each row's source index
   into ``plan.names``; a sample never mixes sources), and ``position_ids`` when asked for
   (restarting at 0 after every EOS; see :func:`trainer_bridge.mix.position_ids`).
+* With the mix's ``fim:``, each sample's documents are rewritten fill-in-the-middle before
+  the tensors are made, a pure function of the seed and the global sample number
+  (:mod:`trainer_bridge.fim`): the resume contract above holds unchanged.
 * The run ends at the plan's token budget (the last partial global batch is not served).
 * What it serves is verified: the plan's shards passed their structural checks when the mix
   was resolved, and with ``verify`` (the default) the loader checks their content before
@@ -174,6 +177,8 @@ class MixLoader:
         row = 0
         for start, n in runs:  # row slices of a C-contiguous array stay contiguous
             self.plan.read(start, n, out=tokens[row:row + n], sources=sources[row:row + n])
+            if self.plan.fim is not None:  # the mix's fim: (trainer_bridge/fim.py), by global sample number
+                self.plan.fim.apply(tokens[row:row + n], start, sources[row:row + n])
             row += n
         return self._to_tensors(tokens, sources)
 

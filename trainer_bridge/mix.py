@@ -44,6 +44,7 @@ import yaml
 from datapipe import fs
 from datapipe.errors import DatapipeError, SpecError
 from datapipe.megatron import SourceManifest, load_manifest
+from trainer_bridge.fim import FimIds, FimSpec, FimTransform
 from trainer_bridge.order import (
     FEISTEL_ROUNDS, Schedule, Segment, epoch_keys, half_bits, permute_many, rational_weights,
 )
@@ -135,6 +136,7 @@ class MixSpec:
     warn_epochs: float = 4.0
     schedule: tuple[PhaseSpec, ...] = ()
     validation: ValidationSpec | None = None
+    fim: FimSpec | None = None
     base_dir: Path = field(default=Path("."), compare=False)
     path: Path | None = field(default=None, compare=False)
 
@@ -350,6 +352,25 @@ def _segments(spec: MixSpec, names: Sequence[str]) -> list[Segment]:
     return segs
 
 
+def _fim_transform(spec: MixSpec, manifests: Sequence[SourceManifest], names: Sequence[str],
+                   eos_id: int) -> FimTransform | None:
+    """The mix's ``fim:`` bound to its sources, or None. Its sources must be the mix's, and
+    their shards' tokenizer must record the FIM sentinels (one line saying how to fix it)."""
+    if spec.fim is None:
+        return None
+    where = f"mix {spec.path or spec.name}"
+    unknown = sorted(set(spec.fim.sources) - set(names))
+    if unknown:
+        raise SpecError(f"{where}: fim: sources {unknown} are not sources of the mix; its sources are "
+                        f"{list(names)} (each manifest's source name)")
+    applies = [m for m in manifests if not spec.fim.sources or m.source in spec.fim.sources]
+    ids = {FimIds.from_tokenizer_block(m.tokenizer, where=f"{where}: source {m.source!r}") for m in applies}
+    if len(ids) > 1:
+        raise SpecError(f"{where}: fim: the sources' manifests record different sentinel ids ({sorted(ids)}); "
+                        "re-tokenise them with one tokenizer")
+    return FimTransform(spec.fim, seed=spec.seed, names=names, ids=ids.pop(), eos_id=eos_id)
+
+
 def _frac(w: Fraction) -> str:
     return f"{w.numerator}/{w.denominator}"
 
@@ -468,11 +489,18 @@ class MixPlan:
                                for g in self.segments]
         if spec.validation is not None:
             key["validation"] = {"tokens": spec.validation.tokens, "train_tokens": list(self.train_tokens)}
+        self.fim = _fim_transform(spec, self.manifests, self.names, self.eos_id)
+        if self.fim is not None:   # a mix without fim: keeps the key (and hash) it always had
+            key["fim"] = self._fim_key()
         digest = hashlib.blake2b(json.dumps(key, sort_keys=True).encode(), digest_size=16).hexdigest()
         self.plan_hash = f"plan-v{PLAN_VERSION}:{digest}"
 
     def __repr__(self) -> str:
         return f"MixPlan({self.spec.name!r}, sources={list(self.names)}, {self.plan_hash})"
+
+    def _fim_key(self) -> dict[str, Any]:
+        ids = self.fim.ids
+        return {**self.fim.spec.key(), "ids": [ids.prefix, ids.middle, ids.suffix]}
 
     # -- what a checkpoint remembers of the plan, and which edits keep the trained prefix ----
     def prefix_key(self) -> dict[str, Any]:
@@ -482,6 +510,7 @@ class MixPlan:
         unchanged (:meth:`prefix_problem`)."""
         named = lambda ws: [[n, _frac(w)] for n, w in zip(self.names, ws) if w > 0]
         return {"version": PLAN_KEY_VERSION, "seq_len": self.seq_len, "seed": self.seed,
+                **({"fim": self._fim_key()} if self.fim is not None else {}),
                 "sources": [{"name": n, "train_tokens": t, "content": hashlib.blake2b(
                     json.dumps(m.content_key(), sort_keys=True).encode(), digest_size=16).hexdigest()}
                     for n, t, m in zip(self.names, self.train_tokens, self.manifests)],
@@ -499,6 +528,10 @@ class MixPlan:
         if (old["seq_len"], old["seed"]) != (self.seq_len, self.seed):
             return (f"seq_len or seed changed (seq_len {old['seq_len']} -> {self.seq_len}, seed {old['seed']} -> "
                     f"{self.seed}), which moves every sample")
+        new_fim = self._fim_key() if self.fim is not None else None
+        if old.get("fim") != new_fim:
+            return (f"fim: changed ({old.get('fim')} -> {new_fim}), which changes every sample it applies to; "
+                    "keep the checkpoint's fim: block")
         new_sources = self.prefix_key()["sources"]
         for i, src in enumerate(old["sources"]):
             if i >= len(new_sources) or new_sources[i]["name"] != src["name"]:

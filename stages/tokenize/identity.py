@@ -32,7 +32,7 @@ import hashlib
 import json
 import logging
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,10 @@ log = logging.getLogger(__name__)
 DEFAULT_EOS = "<|endoftext|>"
 EOS_CANDIDATES = ("<|endoftext|>", "</s>", "<eos>", "<|end_of_text|>")
 FINGERPRINT_ALGO = "blake2b-256"
+#: sentinels of code models (StarCoder2's names: fill-in-the-middle and repository context);
+#: the ids of those a tokenizer has go into the shard manifest (``tokenizer.special``) so a
+#: trainer can check for them without loading the tokenizer (:mod:`trainer_bridge.fim`)
+SENTINEL_TOKENS = ("<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>", "<repo_name>", "<file_sep>")
 TOKENIZER_FILE = "tokenizer.json"
 META_FILE = "tokenizer.meta.json"
 
@@ -60,6 +64,7 @@ class TokenizerInfo:
     vocab_size: int
     eos_id: int
     eos_token: str
+    special: dict[str, int] = field(default_factory=dict)   # SENTINEL_TOKENS it has -> id
 
     def __post_init__(self) -> None:
         if not self.fingerprint.startswith(f"{FINGERPRINT_ALGO}:"):
@@ -77,6 +82,7 @@ class TokenizerInfo:
             "eos_id": self.eos_id,
             "eos_token": self.eos_token,
             "path": self.path,
+            **({"special": dict(self.special)} if self.special else {}),   # absent: no sentinels (older manifests)
         }
 
 
@@ -202,6 +208,14 @@ def resolve_eos(tok: Any, eos: str | None = None, *, path: str | os.PathLike[str
     )
 
 
+def sentinel_ids(tok: Any) -> dict[str, int]:
+    """The :data:`SENTINEL_TOKENS` ``tok`` has as special (added) tokens, with their ids. A
+    sentinel that is only an ordinary vocabulary entry does not count: a document's text
+    could produce it."""
+    added = {t.content for t in tok.get_added_tokens_decoder().values() if t.special}
+    return {t: int(tok.token_to_id(t)) for t in SENTINEL_TOKENS if t in added}
+
+
 def fingerprint(tok: Any) -> str:
     """``blake2b-256:<hex>`` of the tokenizer's canonical serialisation."""
     canonical = json.dumps(json.loads(tok.to_str()), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
@@ -214,7 +228,7 @@ def tokenizer_info(path: str | os.PathLike[str], *, eos: str | None = None) -> T
     eos_token, eos_id = resolve_eos(tok, eos, path=path)
     return TokenizerInfo(
         path=str(path), fingerprint=fingerprint(tok), vocab_size=vocab_size(tok),
-        eos_id=eos_id, eos_token=eos_token,
+        eos_id=eos_id, eos_token=eos_token, special=sentinel_ids(tok),
     )
 
 
