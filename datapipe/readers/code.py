@@ -46,9 +46,13 @@ metadata where the layout has it: ``stars``, ``forks``, ``archived``. The id key
 Rejects, each naming the file: ``read:binary`` (a NUL byte, or not UTF-8),
 ``read:too_large`` (over ``max_doc_bytes``), ``read:empty``, ``read:language`` (outside
 ``languages:``), plus the layout's own above. With ``group: repository`` the kept files
-of a repository become one document, in path order, each preceded by ``header`` (its
-``{path}`` filled in) and separated by ``separator``; its ``language`` is the language
-with the most bytes, ``path`` null, ``size`` the sum. A repository is then read by one
+of a repository become one document, each file after the files it imports (``order:
+imports``, :mod:`datapipe.readers.code_deps`: Python, JS/TS, Go; path order for the rest
+and for ties) or in path order (``order: path``). ``format: starcoder2`` writes
+StarCoder2's ``<repo_name>name<file_sep>path\ncontent<file_sep>path\ncontent...`` (the
+separators are special tokens of a code tokenizer); ``format: header`` (the default) puts
+``header`` (its ``{path}`` filled in) before each file and ``separator`` between them. The
+document's ``language`` is the language with the most bytes, ``path`` null, ``size`` the sum. A repository is then read by one
 task; the texts it holds are bounded by ``limits.expanded_bytes`` (default
 ``max_doc_bytes``): past it they are let go and the repository is one ``read:too_large``
 reject (``read:expansion_limit`` when the budget is below ``max_doc_bytes``). Batches are
@@ -90,6 +94,7 @@ from datapipe.readers.base import (
     escape_name,
     safe_str,
 )
+from datapipe.readers.code_deps import dependency_order
 from datapipe.readers.code_lang import detect_language, known_languages
 from datapipe.readers.code_license import (
     is_license_file,
@@ -115,6 +120,10 @@ COLUMNS: Mapping[str, pa.DataType] = {
 }
 LAYOUTS = ("auto", "tree", "archive", "stack")
 GROUPS = ("file", "repository")
+FORMATS = ("header", "starcoder2")
+ORDERS = ("imports", "path")
+#: StarCoder2's repository-document separators (special tokens of a code tokenizer)
+REPO_NAME, FILE_SEP = "<repo_name>", "<file_sep>"
 REPOS = ("git", "folders")
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".zip")
 STACK_SUFFIXES = (".parquet", ".jsonl", ".json", ".ndjson")
@@ -152,6 +161,8 @@ class CodeOptions:
 
     layout: str = "auto"
     group: str = "file"
+    format: str = "header"
+    order: str = "imports"
     separator: str = "\n\n"
     header: str = ""
     gitignore: bool = True
@@ -160,12 +171,17 @@ class CodeOptions:
     columns: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        for name, allowed in (("layout", LAYOUTS), ("group", GROUPS), ("repos", REPOS)):
+        for name, allowed in (("layout", LAYOUTS), ("group", GROUPS), ("repos", REPOS), ("format", FORMATS),
+                              ("order", ORDERS)):
             if getattr(self, name) not in allowed:
                 raise SpecError(f"option {name} must be one of {list(allowed)}, got {getattr(self, name)!r}")
         for name in ("separator", "header"):
             if not isinstance(getattr(self, name), str):
                 raise SpecError(f"option {name} must be a string, got {getattr(self, name)!r}")
+        if self.format == "starcoder2" and (self.separator != "\n\n" or self.header):
+            raise SpecError(f"option format: starcoder2 writes {REPO_NAME}name{FILE_SEP}path\\ncontent and takes no "
+                            f"separator or header (got separator={self.separator!r}, header={self.header!r}); drop "
+                            "them, or use format: header")
         if not isinstance(self.gitignore, bool):
             raise SpecError(f"option gitignore must be true or false, got {self.gitignore!r}")
         if self.languages is not None:
@@ -793,13 +809,13 @@ class CodeReader(Reader):
         return row
 
     def _grouped(self, rows: Iterable[_Row]) -> Iterator[_Row]:
-        """``group: repository``: each repository's kept rows as one document (path
-        order; repositories in order of first appearance), then the rejected rows as they
+        """``group: repository``: each repository's kept rows as one document (in
+        :meth:`_ordered`'s order; repositories in order of first appearance), then the rejected rows as they
         are. A repository's texts are held up to ``limits.expanded_bytes`` (default
         ``max_doc_bytes``); past it they are let go and it becomes one reject."""
         budget = self.limits.expansion(self.max_doc_bytes)
-        sep = len(self.options.separator.encode("utf-8"))
-        header = self.options.header
+        starcoder2 = self.options.format == "starcoder2"
+        sep = 0 if starcoder2 else len(self.options.separator.encode("utf-8"))
         groups: dict[str | None, _Group] = {}
         rejected: list[_Row] = []
         for r in rows:
@@ -809,7 +825,8 @@ class CodeReader(Reader):
             g = groups.get(r.repo)
             if g is None:
                 g = groups[r.repo] = _Group(first=r)
-            g.nbytes += (sep if g.files else 0) + len(_header(header, r.path).encode("utf-8")) + r.nbytes
+                g.nbytes = len(self._doc_start(r.repo).encode("utf-8"))
+            g.nbytes += (sep if g.files else 0) + len(self._file_start(r.path).encode("utf-8")) + r.nbytes
             g.files += 1
             g.size += r.size or 0
             if g.rows is None:
@@ -819,8 +836,7 @@ class CodeReader(Reader):
                 continue
             g.rows.append(r)
         for g in groups.values():
-            yield self._repository_doc(sorted(g.rows, key=lambda r: r.path or "")) if g.rows is not None \
-                else self._over_budget(g, budget)
+            yield self._repository_doc(self._ordered(g.rows)) if g.rows is not None else self._over_budget(g, budget)
         yield from rejected
 
     def _over_budget(self, g: _Group, budget: int) -> _Row:
@@ -833,10 +849,28 @@ class CodeReader(Reader):
         return self._reject(doc, "expansion_limit", f"repository {first.repo}: {g.files} files make a document of "
                                                     f"{g.nbytes} bytes > limits.expanded_bytes ({budget})")
 
+    def _ordered(self, rows: list[_Row]) -> list[_Row]:
+        """A repository's kept files in path order, or (``order: imports``) each after the
+        files it imports (:mod:`datapipe.readers.code_deps`; ties and the rest in path order)."""
+        rows = sorted(rows, key=lambda r: r.path or "")
+        if self.options.order == "path":
+            return rows
+        return [rows[i] for i in dependency_order([r.path or "" for r in rows], [r.text or "" for r in rows])]
+
+    def _doc_start(self, repo: str | None) -> str:
+        """What a repository document starts with (``format: starcoder2``: ``<repo_name>name``)."""
+        return f"{REPO_NAME}{escape_name(repo or '')}" if self.options.format == "starcoder2" else ""
+
+    def _file_start(self, path: str | None) -> str:
+        """What precedes a file's text: ``<file_sep>path\\n``, or the ``header`` with its path."""
+        if self.options.format == "starcoder2":
+            return f"{FILE_SEP}{escape_name(path or '')}\n"
+        return _header(self.options.header, path)
+
     def _repository_doc(self, kept: list[_Row]) -> _Row:
         first = kept[0]
-        sep, header = self.options.separator, self.options.header
-        text = sep.join(_header(header, r.path) + (r.text or "") for r in kept)
+        sep = "" if self.options.format == "starcoder2" else self.options.separator
+        text = self._doc_start(first.repo) + sep.join(self._file_start(r.path) + (r.text or "") for r in kept)
         by_lang: dict[str, int] = {}
         for r in kept:
             if r.language is not None:

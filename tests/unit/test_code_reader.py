@@ -143,7 +143,7 @@ def test_git_checkout_skips_git_and_ignored_files_and_links_out(sources, tmp_pat
 
 def test_group_repository_and_language_allow_list(sources):
     files = _inputs(sources["files"], sources["tree"])
-    [doc, *rejects] = _read(files, group="repository", header="# file: {path}\n")
+    [doc, *rejects] = _read(files, group="repository", order="path", header="# file: {path}\n")
     assert {r["_reject_reason"] for r in rejects} == {"read:binary", "read:empty"}
     kept = sorted(set(sources["rels"]) - {r["path"] for r in rejects})
     assert doc["repo"] == REPO and doc["path"] is None and doc["language"] == "Python"
@@ -154,7 +154,7 @@ def test_group_repository_and_language_allow_list(sources):
     (sources["stack"].parent / "two").mkdir(exist_ok=True)
     pq.write_table(pa.Table.from_pylist(two), sources["stack"].parent / "two" / "t.parquet")
     docs = [r for r in _read(_inputs([sources["stack"].parent / "two" / "t.parquet"], sources["stack"].parent / "two"),
-                                group="repository", header="# file: {path}\n")
+                                group="repository", order="path", header="# file: {path}\n")
             if r["_reject_reason"] is None]
     assert [d["repo"] for d in docs] == [REPO, "fork"] and docs[0]["text"] == docs[1]["text"]
     assert docs[0]["text"] == doc["text"] and docs[0]["license"] == "MPL-2.0"

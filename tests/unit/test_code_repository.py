@@ -1,0 +1,127 @@
+"""``group: repository`` documents: files ordered by their imports (Python, JS/TS, Go),
+cycles kept together in path order, StarCoder2's ``<repo_name>``/``<file_sep>`` format;
+and fork dedup (``repo_dedup``) keeping one repository of a cluster of near-copies."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sysconfig
+from pathlib import Path
+
+import pytest
+
+from datapipe import fs
+from datapipe.errors import SpecError
+from datapipe.readers import READERS, InputFile
+from datapipe.readers.code_deps import dependency_order
+
+STDLIB = Path(sysconfig.get_paths()["stdlib"])
+
+# a small service beside the standard library's json package: a Python import cycle
+# (models <-> validators), a TypeScript client, and a Go module with two packages
+EXTRA = {
+    "service/__init__.py": '"""A small service."""\nfrom .api import app\n',
+    "service/api.py": "import json\nfrom service.models import Order\nfrom . import validators\n\n"
+                      "app = {'orders': Order}\n",
+    "service/models.py": "from dataclasses import dataclass\nfrom .validators import check\n\n\n@dataclass\n"
+                         "class Order:\n    qty: int\n\n    def __post_init__(self):\n        check(self)\n",
+    "service/validators.py": "def check(order):\n    from service.models import Order  # a cycle, as real code has\n"
+                             "    assert isinstance(order, Order) and order.qty > 0\n",
+    "web/src/client.ts": "import { Order } from './types';\nimport fetch from 'node-fetch';\n"
+                         "const util = require('../lib/util.js');\nexport async function get(): Promise<Order> {\n"
+                         "  return util.parse(await fetch('/orders'));\n}\n",
+    "web/src/types.ts": "export interface Order { qty: number }\n",
+    "web/lib/util.js": "module.exports = { parse: (r) => r.json() };\n",
+    "go.mod": "module github.com/acme/service\n\ngo 1.21\n",
+    "cmd/server/main.go": 'package main\n\nimport (\n\t"fmt"\n\n\t"github.com/acme/service/store"\n)\n\n'
+                          'func main() { fmt.Println(store.Open()) }\n',
+    "store/store.go": 'package store\n\nimport "github.com/acme/service/store/codec"\n\n'
+                      'func Open() string { return codec.Name }\n',
+    "store/memory.go": "package store\n\nvar mem = map[string]string{}\n",
+    "store/codec/codec.go": 'package codec\n\nconst Name = "json"\n',
+    "README.md": "# service\n",
+}
+#: (importer, imported) edges of the fixture; the json ones are the standard library's own
+EDGES = [
+    ("json/__init__.py", "json/decoder.py"), ("json/__init__.py", "json/encoder.py"),
+    ("json/decoder.py", "json/scanner.py"), ("json/tool.py", "json/__init__.py"),
+    ("service/__init__.py", "service/api.py"), ("service/api.py", "service/models.py"),
+    ("service/api.py", "service/validators.py"), ("service/api.py", "json/__init__.py"),
+    ("web/src/client.ts", "web/src/types.ts"), ("web/src/client.ts", "web/lib/util.js"),
+    ("cmd/server/main.go", "store/store.go"), ("store/store.go", "store/codec/codec.go"),
+]
+CYCLE = ["service/models.py", "service/validators.py"]
+
+
+def _repository(root: Path) -> Path:
+    """The fixture repository: the real ``json`` package of this Python plus EXTRA."""
+    repo = root / "acme-service"
+    shutil.copytree(STDLIB / "json", repo / "json", ignore=shutil.ignore_patterns("__pycache__"))
+    for name, text in EXTRA.items():
+        (repo / name).parent.mkdir(parents=True, exist_ok=True)
+        (repo / name).write_text(text)
+    return repo
+
+
+def _read(root: Path, files: list[InputFile] | None = None, **options) -> list[dict]:
+    reader = READERS["code"](source="code", options={"repos": "folders", "group": "repository", **options})
+    files = files if files is not None else [
+        InputFile(p, str(Path(p).relative_to(root)), Path(p).stat().st_size) for p in fs.expand(str(root))]
+    return [r for sp in reader.plan(files, split_bytes=1 << 20) for t in reader.read(sp) for r in t.to_pylist()]
+
+
+def _files(text: str) -> list[tuple[str, str]]:
+    """A StarCoder2 document's ``(path, content)`` pairs."""
+    return [tuple(part.split("\n", 1)) for part in text.split("<file_sep>")[1:]]
+
+
+def test_files_follow_their_imports_and_a_cycle_stays_together(tmp_path):
+    repo = _repository(tmp_path)
+    [doc] = _read(tmp_path, format="starcoder2")
+    assert doc["_reject_reason"] is None and doc["repo"] == "acme-service" and doc["path"] is None
+    text = doc["text"]
+    assert text.startswith("<repo_name>acme-service<file_sep>")
+    files = _files(text)
+    order = [p for p, _ in files]
+    # every file once, byte for byte, and nothing else in the document
+    on_disk = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if p.is_file())
+    assert sorted(order) == on_disk
+    assert all((repo / p).read_text() == content for p, content in files)
+    assert text == "<repo_name>acme-service" + "".join(f"<file_sep>{p}\n{c}" for p, c in files)
+    # each file after the files it imports (outside its cycle)
+    at = {p: i for i, p in enumerate(order)}
+    for importer, imported in EDGES:
+        assert at[imported] < at[importer], (importer, imported, order)
+    # the cycle: together, in path order; a Go package's files together, in path order
+    assert order[at[CYCLE[0]]: at[CYCLE[0]] + 2] == CYCLE
+    assert order[at["store/memory.go"] + 1] == "store/store.go"
+    # ties in path order: the first file is the smallest path with no imports in the repo
+    assert order[0] == "README.md"
+    # the same document whatever order the files were listed in
+    listed = [InputFile(p, str(Path(p).relative_to(tmp_path)), Path(p).stat().st_size)
+              for p in reversed(fs.expand(str(tmp_path)))]
+    assert _read(tmp_path, listed, format="starcoder2")[0]["text"] == text
+    # order: path and the header format keep the previous document
+    [by_path] = _read(tmp_path, order="path", header="### file: {path}\n")
+    assert re.findall(r"^### file: (\S+)$", by_path["text"], re.M) == on_disk
+
+
+def test_ordering_is_linear_and_never_recursive_on_a_deep_chain():
+    """5,000 modules, each importing the next: the order is the chain reversed (a
+    recursive depth-first search would pass Python's recursion limit)."""
+    n = 5000
+    paths = [f"pkg/m{i:05d}.py" for i in range(n)]
+    texts = [f"from pkg.m{i + 1:05d} import f\n" if i + 1 < n else "def f(): pass\n" for i in range(n)]
+    assert dependency_order(paths, texts) == list(range(n - 1, -1, -1))
+    # one big cycle: path order
+    texts[-1] = "from pkg.m00000 import f\n"
+    assert dependency_order(paths, texts) == list(range(n))
+
+
+def test_starcoder2_takes_no_header_or_separator():
+    with pytest.raises(SpecError, match="starcoder2.*header"):
+        READERS["code"](source="code", options={"group": "repository", "format": "starcoder2", "header": "# {path}\n"})
+    with pytest.raises(SpecError, match="format must be one of"):
+        READERS["code"](source="code", options={"format": "starcoder"})
