@@ -8,5 +8,9 @@ import argparse
 
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     from trainer_bridge.mix import add_cli as add_mix_cli
+    from trainer_bridge.search import add_cli as add_search_cli
 
-    add_mix_cli(subparsers)
+    mix = add_mix_cli(subparsers)
+    sub = next(a for a in mix._actions if isinstance(a, argparse._SubParsersAction))
+    add_search_cli(sub)   # mix search (trainer_bridge/search.py)
+    sub.metavar = "{" + ",".join(sub.choices) + "}"
