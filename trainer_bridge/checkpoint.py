@@ -5,8 +5,9 @@ One checkpoint is a DCP directory ``<ckpt_dir>/step-<NNNNNNNN>/`` holding
 * ``model`` / ``optim``: sharded state dicts from ``get_state_dict`` (every rank writes its
   shards; DCP reshards on load, so a checkpoint also loads on another dp x tp layout),
 * ``train``: step, LR-scheduler state and the loader state (plan hash, cursor, skip ranges,
-  the plan's prefix key and the mix changes so far; a checkpoint written before those two
-  existed still loads, as a state that only resumes under its own plan hash),
+  the plan's prefix key, the mix changes so far and an adaptive mix's weight history; a
+  checkpoint written before those existed still loads, as a state that only resumes under
+  its own plan hash),
 * ``rng``: torch CPU (and CUDA) generator states. The trainer seeds every rank alike and
   draws no per-rank randomness, so rank 0's states are the ones saved and restored.
 
@@ -302,7 +303,7 @@ def load(path: str | Path, *, model: torch.nn.Module, optimizer: torch.optim.Opt
     """
     state = _state(model, optimizer, scheduler, 0, loader)
     saved = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
-    for key in ("plan_key", "mix_changes"):  # absent from checkpoints written before mix schedules
+    for key in ("plan_key", "mix_changes", "adaptive"):  # absent from checkpoints written before them
         if f"train.loader.{key}" not in saved:
             state["train"]["loader"].pop(key)
     try:

@@ -8,7 +8,7 @@ Contract:
   Rank ``r`` of ``W`` data-parallel ranks gets rows ``[r*G/W, (r+1)*G/W)`` of each global batch,
   so the global batch (ranks' slices concatenated in rank order) does not depend on ``W``, nor
   on how many prefetch threads read it, nor on how the trainer splits it into micro-batches.
-* State is ``{"plan_hash", "samples_committed", "skip", "plan_key", "mix_changes"}``: the
+* State is ``{"plan_hash", "samples_committed", "skip", "plan_key", "mix_changes", "adaptive"}``: the
   cursor (plan position after the last batch handed out, skipped samples included), the skip
   ranges, and what decides the samples (:meth:`~trainer_bridge.mix.MixPlan.prefix_key`).
   Loading a state of another plan is accepted only when this plan serves every sample before
@@ -16,7 +16,10 @@ Contract:
   mid-run reweight); the change is appended to ``mix_changes`` (cursor, old and new plan
   hash) and travels in the state from then on. Any other change is refused naming what
   moved. :meth:`MixLoader.add_skip` adds ranges at or after the cursor (a resume that skips a
-  bad data range); they travel in the state from then on.
+  bad data range); they travel in the state from then on. ``adaptive``: the weight history of
+  the mix's ``adaptive:`` policy (:meth:`MixLoader.apply_update` appends to it at the cursor;
+  the plan serves it, :meth:`~trainer_bridge.mix.MixPlan.set_history`) and the policy's
+  running train-loss sums, so a resume between two updates continues them exactly.
 * Each batch is a dict of CPU tensors: ``input_ids`` and ``labels`` (``[G/W, seq_len]``, int64;
   labels are inputs shifted by one), ``source`` (``[G/W]``, int64: each row's source index
   into ``plan.names``; a sample never mixes sources), and ``position_ids`` when asked for
@@ -92,6 +95,7 @@ class MixLoader:
         self.samples_committed = 0
         self.skip = SkipRanges()
         self.mix_changes: list[dict[str, Any]] = []
+        self.adaptive_acc: dict[str, Any] | None = None   # the adaptive policy's sums since its last update
         self._pending: collections.deque[tuple[int, Future]] = collections.deque()
         self._pool: ThreadPoolExecutor | None = None
         if config.verify:
@@ -102,7 +106,8 @@ class MixLoader:
     def state_dict(self) -> dict[str, Any]:
         return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed),
                 "skip": self.skip.as_list(), "plan_key": json.dumps(self.plan.prefix_key(), sort_keys=True),
-                "mix_changes": json.dumps(self.mix_changes)}
+                "mix_changes": json.dumps(self.mix_changes),
+                "adaptive": json.dumps({"history": list(self.plan.history), "acc": self.adaptive_acc})}
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         n = int(state["samples_committed"])
@@ -132,10 +137,25 @@ class MixLoader:
             skip = SkipRanges(state.get("skip") or ())
         except ValueError as e:
             raise SpecError(f"loader state: {e}") from None
+        adaptive = json.loads(state.get("adaptive") or "{}")
+        history = adaptive.get("history") or []
+        if any(int(e["at"]) > n for e in history):
+            raise SpecError(f"loader state: a weight update takes effect after the cursor {n:,}: the state is damaged")
         self._drop_pending()
+        self.plan.set_history(history)
+        self.adaptive_acc = adaptive.get("acc")
         self.samples_committed = n
         self.skip = skip
         self.mix_changes = changes
+
+    def apply_update(self, entry: dict[str, Any]) -> None:
+        """Serve new weights from the cursor on (one update of the mix's ``adaptive:`` policy,
+        :func:`trainer_bridge.adaptive.history_entry`); batches prefetched with the old ones are
+        dropped. ``entry["at"]`` must be the cursor."""
+        if int(entry["at"]) != self.samples_committed:
+            raise ValueError(f"a weight update takes effect at the cursor {self.samples_committed}, not {entry['at']}")
+        self._drop_pending()
+        self.plan.set_history(self.plan.history + (entry,))
 
     def add_skip(self, ranges: SkipRanges) -> None:
         """Jump over ``ranges`` from now on. A range that starts before the cursor would

@@ -44,6 +44,7 @@ import yaml
 from datapipe import fs
 from datapipe.errors import DatapipeError, SpecError
 from datapipe.megatron import SourceManifest, load_manifest
+from trainer_bridge.adaptive import AdaptiveSpec
 from trainer_bridge.fim import FimIds, FimSpec, FimTransform
 from trainer_bridge.order import (
     FEISTEL_ROUNDS, Schedule, Segment, epoch_keys, half_bits, permute_many, rational_weights,
@@ -135,6 +136,7 @@ class MixSpec:
     max_epochs: float = 20.0
     warn_epochs: float = 4.0
     schedule: tuple[PhaseSpec, ...] = ()
+    adaptive: AdaptiveSpec | None = None
     validation: ValidationSpec | None = None
     fim: FimSpec | None = None
     base_dir: Path = field(default=Path("."), compare=False)
@@ -188,6 +190,13 @@ class MixSpec:
         if self.validation is not None and self.validation.tokens < self.seq_len + 1:
             raise SpecError(f"{where}: validation tokens {self.validation.tokens} is below one sample "
                             f"(seq_len + 1 = {self.seq_len + 1}); raise it")
+        if self.adaptive is not None and self.schedule:
+            raise SpecError(f"{where}: adaptive: moves the weights of a mix with sources' weights; this mix has a "
+                            "schedule: of phases. Remove the schedule (the sources' weights are where the policy "
+                            "starts) or remove adaptive:")
+        if self.adaptive is not None and self.adaptive.signal == "validation" and self.validation is None:
+            raise SpecError(f"{where}: adaptive: signal validation needs a validation split: add "
+                            "`validation: {tokens: N}` to the mix, or use signal: train")
 
     @property
     def total_samples(self) -> int:
@@ -460,6 +469,8 @@ class MixPlan:
         self.train_tokens = tuple(train_tokens) if train_tokens is not None else tuple(st.n_tokens for st in streams)
         self.val_documents = tuple(val_documents)
         self.segments = tuple(_segments(spec, self.names))
+        self.static_segments = self.segments    # the mix's own; set_history appends the adaptive updates
+        self.history: tuple[dict[str, Any], ...] = ()
         self.schedule = Schedule(self.segments, len(self.names))
         self.weights = self.segments[0].weights
         self.n_windows = tuple((t - 1) // spec.seq_len for t in self.train_tokens)
@@ -489,6 +500,8 @@ class MixPlan:
                                for g in self.segments]
         if spec.validation is not None:
             key["validation"] = {"tokens": spec.validation.tokens, "train_tokens": list(self.train_tokens)}
+        if spec.adaptive is not None:   # the policy decides samples too; its history travels in the loader state
+            key["adaptive"] = spec.adaptive.key()
         self.fim = _fim_transform(spec, self.manifests, self.names, self.eos_id)
         if self.fim is not None:   # a mix without fim: keeps the key (and hash) it always had
             key["fim"] = self._fim_key()
@@ -497,6 +510,31 @@ class MixPlan:
 
     def __repr__(self) -> str:
         return f"MixPlan({self.spec.name!r}, sources={list(self.names)}, {self.plan_hash})"
+
+    def set_history(self, history: Sequence[dict[str, Any]]) -> None:
+        """Serve the mix's own segments up to the first update, then each update's weights from
+        the global sample ``at`` which it takes effect (``adaptive:``, :mod:`trainer_bridge.adaptive`).
+        An update is a segment whose weights were known only at run time: ``sample(n)`` stays a
+        pure function of the plan and the history. Callers must not read concurrently (the
+        loader drops its prefetched batches first)."""
+        segs = list(self.static_segments)
+        for i, e in enumerate(history):
+            at, units = int(e["at"]), [int(e["units"].get(n, 0)) for n in self.names]
+            if sorted(e["units"]) != sorted(self.names) or min(units) < 0 or not sum(units):
+                raise SpecError(f"mix {self.spec.path or self.spec.name}: weight update {i} (step {e.get('step')}) "
+                                f"names sources {sorted(e['units'])} with units {units}, but the mix's sources are "
+                                f"{list(self.names)}: resume with the mix the checkpoint was trained on")
+            if at < 1 or any(g.start >= at for g in segs[1:]) or segs[-1].ramp_from is not None:
+                raise SpecError(f"mix {self.spec.path or self.spec.name}: weight update {i} takes effect at "
+                                f"sample {at}, not after the previous segment's start: the history is damaged")
+            last = segs[-1]
+            segs[-1] = Segment(last.start, at, last.weights, last.ramp_from, last.phase)
+            segs.append(Segment(at, None, tuple(Fraction(u, sum(units)) for u in units), phase=f"step {e['step']}"))
+        self.segments = tuple(segs)
+        self.schedule = Schedule(self.segments, len(self.names))
+        self.history = tuple(history)
+        with self._blocks_lock:
+            self._blocks.clear()
 
     def _fim_key(self) -> dict[str, Any]:
         ids = self.fim.ids
@@ -803,6 +841,8 @@ def resolve_mix(spec_or_path: MixSpec | str | os.PathLike, *, verify_hashes: boo
                             + _validation_advice([(streams[i], manifests[i]) for i in small], spec.seq_len))
         train_tokens, val_docs = [c for c, _ in cuts], tuple(d for _, d in cuts)
     plan = MixPlan(spec, manifests, streams, train_tokens=train_tokens, val_documents=val_docs)
+    if spec.adaptive is not None:
+        spec.adaptive.check_sources(plan.names, [float(w) for w in plan.weights], where)
     if verify_hashes:
         plan.verify_content(cache=None)
     report = plan.report()

@@ -35,6 +35,7 @@ from torch.distributed.tensor import DTensor
 
 from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge import checkpoint, memory, perf
+from trainer_bridge.adaptive import AdaptivePolicy, weights_line
 from trainer_bridge.evaluate import SourceLoss, ValidationSet, validate
 from trainer_bridge.loss import mean_loss
 from trainer_bridge.loader import LoaderConfig, MixLoader, micro_batches
@@ -278,6 +279,7 @@ class Run:
     memory_budget: int | None
     src_loss: SourceLoss
     valset: ValidationSet | None = None
+    policy: AdaptivePolicy | None = None  # the mix's adaptive: (loss-driven weights), or None
 
 
 def build(cfg: TrainConfig, d: Dist) -> Run:
@@ -327,10 +329,12 @@ def build(cfg: TrainConfig, d: Dist) -> Run:
     if cfg.eval_every and plan.spec.validation is None:
         raise SpecError(f"train: eval_every {cfg.eval_every} needs a validation split in the mix {cfg.mix}: add "
                         "`validation: {tokens: N}` to it (docs/mixes.md), or set eval_every: 0")
+    policy = AdaptivePolicy(plan, d.device) if plan.spec.adaptive is not None else None
+    needs_val = cfg.eval_every or policy is not None and policy.spec.signal == "validation"
     return Run(plan=plan, model=model, model_cfg=mcfg, opt=opt, sched=sched, loader=loader,
                micro_batch=est.micro_batch, total_steps=total, precision=precision, compiled=compiled,
                chunk_tokens=chunk, memory=est, memory_budget=budget, src_loss=SourceLoss(plan.names, d.device),
-               valset=ValidationSet(plan) if cfg.eval_every else None)
+               valset=ValidationSet(plan) if needs_val else None, policy=policy)
 
 
 def _adamw(model: torch.nn.Module, cfg: TrainConfig, *, fused: bool) -> torch.optim.Optimizer:
@@ -377,6 +381,7 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
     spikes = _SpikeWatch(cfg.spike_factor, cfg.spike_window)
     stop = _StopSignal()
     first = {"run": {"resumed_from": str(resume) if resume else None, "skip": loader.skip.as_list(),
+                     **({"adaptive_history": list(r.plan.history)} if r.policy is not None else {}),
                      "memory_estimate": dataclasses.asdict(r.memory) | {"peak": r.memory.peak},
                      "mix_changes": loader.mix_changes}}
     for c in loader.mix_changes:
@@ -407,11 +412,20 @@ def train(cfg: TrainConfig, *, resume_hint: str | None = None, kill_in_save: int
                 row["compiled_graphs"] = perf.compiled_graphs()
             if step % cfg.log_every == 0 or step == total:  # every rank: one all-reduce of [2, sources]
                 row["loss_by_source"] = r.src_loss.collect(dp_group)
+            val = lambda: validate(r.model, r.valset, rank=d.dp_rank, world=d.dims.dp, rows=r.micro_batch,
+                                   device=d.device, amp=amp, chunk_tokens=r.chunk_tokens,
+                                   with_position_ids=cfg.position_ids, document_mask=cfg.document_mask,
+                                   group=dp_group)
             if cfg.eval_every and (step % cfg.eval_every == 0 or step == total):
-                row["val_loss"] = validate(r.model, r.valset, rank=d.dp_rank, world=d.dims.dp, rows=r.micro_batch,
-                                           device=d.device, amp=amp, chunk_tokens=r.chunk_tokens,
-                                           with_position_ids=cfg.position_ids, document_mask=cfg.document_mask,
-                                           group=dp_group)
+                row["val_loss"] = val()
+            if r.policy is not None:  # loss-driven weights: from the cursor after this step on
+                r.policy.end_step(loader, dp_group)
+                if r.policy.due(step, loader) and step < total:
+                    if r.policy.spec.signal == "validation" and "val_loss" not in row:
+                        row["val_loss"] = val()
+                    row["mix_update"] = r.policy.update(step, loader, row.get("val_loss"))
+                    log_.echo(f"step {step:>6}  mix weights from sample {loader.samples_committed:,}: "
+                              + weights_line(row["mix_update"]))
             jumped = spikes.check(row)
             if jumped:
                 row["spike"] = [j.split()[0] for j in jumped]
@@ -540,6 +554,8 @@ def _optimizer_step(cfg: TrainConfig, r: Run, batch: dict[str, torch.Tensor], de
         with amp:
             tok = model(x, pos, document_mask=cfg.document_mask, labels=y, loss_chunk_tokens=r.chunk_tokens)
         r.src_loss.add(tok.detach(), mbatch["source"])  # [B, T] fp32 per-token losses
+        if r.policy is not None:
+            r.policy.add(tok.detach(), mbatch["source"])
         loss = mean_loss(tok) / len(parts)
         loss.backward()
         loss_sum += loss.detach()
