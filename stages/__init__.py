@@ -11,6 +11,7 @@ from datapipe.stage import Stage
 from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
 from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
+from stages.code.forks import RepoDedup
 from stages.decontam import Decontaminate
 from stages.dedup import Dedup
 from stages.expr import FilterExpr
@@ -42,6 +43,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "code_filter": CodeFilter,
     "license": LicenseFilter,
     "repo_meta": RepoMetaFilter,
+    "repo_dedup": RepoDedup,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "dedup": Dedup,

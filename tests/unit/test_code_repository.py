@@ -125,3 +125,65 @@ def test_starcoder2_takes_no_header_or_separator():
         READERS["code"](source="code", options={"group": "repository", "format": "starcoder2", "header": "# {path}\n"})
     with pytest.raises(SpecError, match="format must be one of"):
         READERS["code"](source="code", options={"format": "starcoder"})
+
+
+# ------------------------------------------------------------------ forks
+
+def _stack_rows(repo: str, files: dict[str, str], stars: int | None) -> list[dict]:
+    return [{"content": text, "max_stars_repo_name": repo, "max_stars_repo_path": path, "max_stars_count": stars}
+            for path, text in files.items()]
+
+
+def _fork_decisions(docs: list[dict]) -> dict[str, str]:
+    """``repo_dedup`` on repository documents: its side rows (as each split's task writes
+    them, ``_split``/``_row`` appended) through its decisions pass -> {dropped repo: detail}."""
+    import pyarrow as pa
+
+    from stages import REGISTRY
+
+    stage = REGISTRY["repo_dedup"]()
+    side = stage.side(pa.Table.from_pylist(docs))
+    side = side.append_column("_split", pa.array(["s0"] * len(docs))).append_column(
+        "_row", pa.array(range(len(docs)), pa.int64()))
+    [p] = stage.passes(None)
+    out = p.fn(side, **p.params).to_pylist()
+    assert {r["reason"] for r in out} <= {"fork"}
+    return {docs[r["_row"]]["repo"]: r["detail"] for r in out}
+
+
+def test_forks_are_one_repository_kept_by_stars_then_name(tmp_path):
+    """Planted forks of the standard library's json package: an exact mirror with as
+    many stars (the name decides), a fork without a star count, a fork that edited a
+    module and added one; a repository that is mostly the html package under other
+    paths is html's fork; one that kept two json modules beside urllib is no fork."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    def package(name: str) -> dict[str, str]:
+        return {str(p.relative_to(STDLIB)): p.read_text() for p in sorted((STDLIB / name).glob("*.py"))}
+
+    upstream = package("json")
+    edited = dict(upstream)
+    edited["json/encoder.py"] = edited["json/encoder.py"].replace("indent", "indentation")
+    edited["json/compat.py"] = "from json import dumps\n\n\ndef to_text(obj):\n    return dumps(obj, sort_keys=True)\n"
+    rewritten = {k: v for k, v in upstream.items() if k in ("json/__init__.py", "json/tool.py")}
+    rewritten.update({f"json/{k}": v for k, v in package("html").items()})
+    mixed = {k: v for k, v in upstream.items() if k in ("json/__init__.py", "json/tool.py")}
+    mixed.update(package("urllib"))
+    rows = (_stack_rows("python/json", upstream, 120) + _stack_rows("zed/json-mirror", upstream, 120)
+            + _stack_rows("bob/json", upstream, None) + _stack_rows("alice/json", edited, 3)
+            + _stack_rows("carol/json-html", rewritten, 1) + _stack_rows("python/http", package("http"), 50)
+            + _stack_rows("python/html", package("html"), 40) + _stack_rows("dave/json-urllib", mixed, 2))
+    pq.write_table(pa.Table.from_pylist(rows), tmp_path / "repos.parquet")
+    files = [InputFile(str(tmp_path / "repos.parquet"), "repos.parquet", (tmp_path / "repos.parquet").stat().st_size)]
+    docs = [r for r in _read(tmp_path, files, format="starcoder2") if r["_reject_reason"] is None]
+    assert len(docs) == 8
+    dropped = _fork_decisions(docs)
+    kept = {d["repo"]: f"{d['repo']} ({d['id']})" for d in docs}
+    assert dropped == {"zed/json-mirror": kept["python/json"], "bob/json": kept["python/json"],
+                       "alice/json": kept["python/json"], "carol/json-html": kept["python/html"]}
+    # the same decisions whatever order the repositories come in
+    assert _fork_decisions(docs[::-1]) == dropped
+    # files (group: file) take no part
+    file_docs = [r for r in _read(tmp_path, files, group="file") if r["_reject_reason"] is None]
+    assert _fork_decisions(file_docs) == {}
