@@ -46,7 +46,17 @@ NP_DTYPES = {"uint16": np.dtype("<u2"), "int32": np.dtype("<i4")}
 UINT16_MAX_VOCAB = 65535
 MAX_SEQUENCE_TOKENS = 2**31 - 1  # .idx lengths are int32
 HASH_ALGO = "xxh3-128"
-SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+#: a shard set's name: a source's, or ``<source>@q<level>`` for one quality level of a
+#: source (``tokenize`` with ``by_level``); ``@`` is in no other name the writer makes
+SOURCE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*(@q[0-9]+)?$")
+LEVEL_SEP = "@q"
+
+
+def level_set(source: str, level: int) -> str:
+    """The shard set of ``source``'s documents at quality ``level``: ``web@q4``."""
+    return f"{source}{LEVEL_SEP}{int(level)}"
+
+
 _CHUNK = 1 << 24
 
 

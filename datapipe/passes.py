@@ -608,5 +608,11 @@ def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3)
     last = arts[plan[-1].name]
     schema = plan[-1].output.schema
     edits = schema is not None and "edit" in schema.names   # rows edited (the drops among them: in the stats)
-    ctx.report.update({"edited" if edits else "removed": last.rows, "passes": timings})
+    if schema is not None and any(c in schema.names for c in stage.adds):   # annotations: reason null
+        kept = sum(pq.read_table(fs.arrow_input(f, ctx.storage), columns=["reason"]).column("reason").null_count
+                   for f in parquet_files(last.uri, ctx.storage))
+        ctx.report.update({"removed": last.rows - kept, "annotated": kept, "passes": timings})
+    else:
+        ctx.report.update({"edited" if edits else "removed": last.rows, "passes": timings})
+    stage.after_passes(ctx, {name: art.uri for name, art in arts.items()})
     return last.uri if last.rows else None

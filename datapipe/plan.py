@@ -140,7 +140,7 @@ def _phases(job: JobSpec) -> list[Phase]:
     groups.append((current, before, None))
     return [Phase(index=i, stages=tuple(stages), before=before, after=after,
                   compute=fuse([st.compute for st in stages]),
-                  input_schema=schemas[before.index if before is not None else 0],
+                  input_schema=schemas[before.index + 1 if before is not None else 0],   # + its adds
                   schemas=tuple(schemas[st.index + 1] for st in stages))
             for i, (stages, before, after) in enumerate(groups)]
 

@@ -108,6 +108,8 @@ class SplitRunner:
             stage.ensure_setup()
         self.glob = env.phase.after.make() if env.phase.after is not None else None
         self._before: Any = None   # the previous global stage, built when its decisions edit
+        #: the columns the previous global stage adds: its decisions may set them (annotations)
+        self._sets = tuple(env.phase.before.adds) if env.phase.before is not None else ()
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         """Ray Data entry point: a batch of pickled :class:`SplitRef` in, records out."""
@@ -163,16 +165,18 @@ class SplitRunner:
     def _input(self, ref: SplitRef, stats: ST.SplitStats, ids: list[pa.Table] | None) -> Iterator[pa.Table]:
         env = self.env
         if env.phase.before is None:
-            drops, _ = _decisions_for(env.id_drops, ref.key, env.storage)   # the id check never edits
+            drops, _, _ = _decisions_for(env.id_drops, ref.key, env.storage)   # the id check never edits
             yield from _read(env.readers[ref.source], env.phase.input_schema, ref, stats, drops, ids, env.id_parts)
             return
         name = env.phase.before.name
         mine = env.phase.before.applies_to(ref.source)   # else: untouched, uncounted by the stage
-        drops, edits = _decisions_for(env.decisions if mine else None, ref.key, env.storage)
+        drops, edits, sets = _decisions_for(env.decisions if mine else None, ref.key, env.storage, self._sets)
         schema = env.phase.input_schema
         offset = 0
         for batch in _read_parquet_batches(env.rows_path(env.phase.index - 1, ref), env.batch_rows, env.storage):
             batch = _apply_decisions(S.conform(batch, schema), drops, offset, name)
+            if sets[0].size:
+                batch = _apply_sets(batch, sets, offset, name)
             if edits[0].size:
                 batch, st = _apply_edits(batch, edits, offset, name, self._editor())
                 ST.add(stats, name, st)
@@ -180,7 +184,8 @@ class SplitRunner:
                 ST.add(stats, name, ST.tally_marks(batch, name, count_raw=False))
             offset += batch.num_rows
             yield batch
-        last = max(int(drops[0].max()) if drops[0].size else -1, int(edits[0].max()) if edits[0].size else -1)
+        last = max(int(drops[0].max()) if drops[0].size else -1, int(edits[0].max()) if edits[0].size else -1,
+                   int(sets[0].max()) if sets[0].size else -1)
         if offset <= last:
             raise JobError(f"stage {name!r} decided on row {last} of split {ref.key}, which has {offset} rows")
 
@@ -234,29 +239,62 @@ def _mark_duplicate_ids(table: pa.Table, seen: dict[str, str]) -> pa.Table:
     return mark_rejects(table, dup, stage="read", reasons=["read:duplicate_id"] * len(dup), details=first)
 
 
-def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None) -> tuple[Any, Any]:
-    """This split's decisions as ``(drops, edits)``: drops are the decided rows (sorted)
-    with their reasons and details; edits the rows a global stage edits (decisions with
-    a non-null ``edit`` list, :meth:`~datapipe.stage.GlobalStage.apply_edits`) with their
-    lists, empty when the decisions have no ``edit`` column."""
+def _decisions_for(uri: str | None, key: str, storage: fs.StorageOptions | None = None,
+                   sets: tuple[str, ...] = ()) -> tuple[Any, Any, Any]:
+    """This split's decisions as ``(drops, edits, annotations)``: drops are the decided
+    rows (sorted) with their reasons and details; edits the rows a global stage edits
+    (decisions with a non-null ``edit`` list, :meth:`~datapipe.stage.GlobalStage.apply_edits`)
+    with their lists, empty when the decisions have no ``edit`` column; annotations the
+    rows kept with values for the columns the stage adds (``sets``: those of the
+    decisions' columns; a decision whose ``reason`` is null), as ``(rows, {column:
+    values})``, empty when the decisions carry none of them."""
     no_edits = (np.zeros(0, np.int64), [])
+    no_sets: tuple[Any, dict[str, Any]] = (np.zeros(0, np.int64), {})
     if uri is None:
-        return (np.zeros(0, np.int64), [], []), no_edits
+        return (np.zeros(0, np.int64), [], []), no_edits, no_sets
     fsys, path = fs.resolve(uri, storage)
     cols = [ROW, "reason", "detail"]
-    editing = EDIT in pq.ParquetDataset(path, filesystem=fsys).schema.names
-    table = pq.read_table(path, filesystem=fsys, columns=cols + [EDIT] if editing else cols,
+    names = pq.ParquetDataset(path, filesystem=fsys).schema.names
+    editing = EDIT in names
+    setting = [c for c in sets if c in names]
+    table = pq.read_table(path, filesystem=fsys, columns=cols + ([EDIT] if editing else []) + setting,
                           filters=[(SPLIT, "=", key)])
     table = table.sort_by(ROW)
-    edits = no_edits
+    edits, annotations = no_edits, no_sets
     if editing:
         is_edit = pc.is_valid(table.column(EDIT))
         ed = table.filter(is_edit)
         edits = (ed.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64), ed.column(EDIT).to_pylist())
         table = table.filter(pc.invert(is_edit))
+    if setting:
+        keep = pc.is_null(table.column("reason"))
+        an = table.filter(keep)
+        annotations = (an.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
+                       {c: an.column(c).combine_chunks() for c in setting})
+        table = table.filter(pc.invert(keep))
     drops = (table.column(ROW).to_numpy(zero_copy_only=False).astype(np.int64),
              table.column("reason").to_pylist(), table.column("detail").to_pylist())
-    return drops, edits
+    return drops, edits, annotations
+
+
+def _apply_sets(batch: pa.Table, sets, offset: int, stage: str) -> pa.Table:
+    """``batch`` with the annotation decisions on its rows applied: each decided row gets
+    the stage's values in the columns it adds (the row stays alive; other rows keep
+    theirs, null for a row the stage did not see)."""
+    rows, values = sets
+    lo, hi = np.searchsorted(rows, [offset, offset + batch.num_rows])
+    if lo == hi:
+        return batch
+    mask = np.zeros(batch.num_rows, bool)
+    mask[rows[lo:hi] - offset] = True
+    for col, vals in values.items():
+        i = batch.schema.get_field_index(col)
+        if i < 0:
+            raise JobError(f"stage {stage!r} decided values of column {col!r}, which its rows do not have")
+        typ = batch.schema.field(i).type
+        old = batch.column(i).combine_chunks()
+        batch = batch.set_column(i, col, pc.replace_with_mask(old, pa.array(mask), vals.slice(lo, hi - lo).cast(typ)))
+    return batch
 
 
 def _apply_decisions(batch: pa.Table, drops, offset: int, stage: str) -> pa.Table:

@@ -664,8 +664,18 @@ class GlobalStage(Stage):
         A stage with ``edits_text`` may add a column ``edit`` (``list<int64>``): a row
         whose ``edit`` is null is dropped as above; a row whose ``edit`` is a list is kept
         and rewritten by :meth:`apply_edits` in its split's task (its ``reason`` and
-        ``detail`` are then unused). One decision row per (``_split``, ``_row``)."""
+        ``detail`` are then unused). One decision row per (``_split``, ``_row``).
+
+        A stage that ``adds`` columns (``quality_levels``: ``quality_level``) may carry them
+        in its decisions: a row whose ``reason`` is null is kept and gets the decision's
+        values in those columns (an *annotation*); the next phase's rows have the columns
+        (null where the stage decided nothing)."""
         raise NotImplementedError
+
+    def after_passes(self, ctx: "StageContext", artifacts: "Mapping[str, str]") -> None:
+        """On the driver, after the declared passes committed (``artifacts``: each pass's
+        URI by name): add what the stage measured to ``ctx.report`` (such as level
+        boundaries). Default: nothing."""
 
     def passes_local(self, side_rows: int) -> bool:
         """Whether the executor runs this stage's declared passes in the driver's process

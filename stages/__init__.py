@@ -26,6 +26,7 @@ from stages.models.stage import Classify, Embed
 from stages.perplexity import PerplexityFilter
 from stages.pii import PiiStage
 from stages.quality import QualityFilter
+from stages.quality_levels import QualityLevels
 from stages.semdedup import SemanticDedup
 from stages.tokenize import Tokenize
 from stages.url_filter import UrlFilter
@@ -56,5 +57,6 @@ REGISTRY: dict[str, type[Stage]] = {
     "classify": Classify,
     "embed": Embed,
     "semantic_dedup": SemanticDedup,
+    "quality_levels": QualityLevels,
 }
 

@@ -8,6 +8,13 @@ carrying its ``split``), O(shards), checks that the shards hold exactly the kept
 documents and their tokens + one EOS each, and keeps the tokenizer as ``tokenizer.json``
 beside the shards (a file copied; a GPT-2 folder serialised, same fingerprint) so
 ``datapipe shards inspect`` decodes without being told.
+
+With ``by_level`` (``tokenize``'s option) a split writes one shard set per quality level
+of its documents (``quality_level``, set by ``quality_levels``): ``shards/web@q4/`` holds
+web's level-4 documents as ``web@q4-<split>-<shard>`` with its own manifest (source
+``web@q4``); a document without a level goes to ``shards/web/``. The split's record
+lists its sets; the driver merges each set's manifest as above and checks the sets of a
+source together against the source's kept documents.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ import pyarrow.compute as pc
 
 from datapipe import fs
 from datapipe import schema as S
+from datapipe.errors import SpecError
 from datapipe.sink import DocumentSink, SinkResult, SinkSplit, SplitWriter, file_info, local_dir, upload
 
 TOKENS, NUM_TOKENS = "tokens", "num_tokens"
+LEVEL = "quality_level"
 ORDER_KEY = "read splits in plan order; within a split xxh3_64(id utf-8, seed), then id"
 
 
@@ -36,8 +45,10 @@ class ShardSink(DocumentSink):
     consumes = frozenset({TOKENS})
     sums = (NUM_TOKENS,)
 
-    def __init__(self, *, tokenizer: str, eos: str | None, options: Any, lineage: Mapping[str, Any]) -> None:
+    def __init__(self, *, tokenizer: str, eos: str | None, options: Any, lineage: Mapping[str, Any],
+                 by_level: bool = False) -> None:
         self.tokenizer, self.eos, self.options, self.lineage = tokenizer, eos, options, dict(lineage)
+        self.by_level = by_level
         self.info = None   # TokenizerInfo, set by prepare()
         self._copy_from: str | None = None   # the tokenizer.json to copy beside the shards
         self._serialised: bytes | None = None   # else its content (a GPT-2 folder, serialised)
@@ -65,30 +76,45 @@ class ShardSink(DocumentSink):
 
     def finish(self, *, staging: str, storage: fs.StorageOptions | None, sources: list[str],
                splits: list[tuple[SinkSplit, dict[str, Any] | None]], documents: list[dict[str, Any]]) -> SinkResult:
-        from stages.tokenize.writer import conservation_problems
+        from datapipe.megatron import LEVEL_SEP
 
-        manifests = {src: self._merge(src, [(sp, rec) for sp, rec in splits if sp.source == src and rec],
-                                      staging, storage) for src in sources}
+        sets: dict[str, str] = {}   # shard set -> its source
+        for sp, rec in splits:
+            for name in _split_sets(sp, rec):
+                if name != sp.source and name in sources:
+                    raise SpecError(f"tokenize by_level: level shard set {name!r} of source {sp.source!r} has the "
+                                    f"name of another source of the job; rename that source (no {LEVEL_SEP!r} in it)")
+                sets.setdefault(name, sp.source)
+        for src in sources:   # a source with nothing kept still gets its (empty) manifest
+            if src not in sets.values():
+                sets[src] = src
+        manifests = {name: self._merge(name, [(sp, _split_sets(sp, rec)[name]) for sp, rec in splits
+                                              if sp.source == src and rec and name in _split_sets(sp, rec)],
+                                       staging, storage)
+                     for name, src in sorted(sets.items())}
         expected: dict[str, tuple[int, int]] = {}
         for f in documents:
             docs, toks = expected.get(f["source"], (0, 0))
             expected[f["source"]] = (docs + f["rows"], toks + f[NUM_TOKENS])
-        problems = conservation_problems(expected, {src: fs.local_copy(m, storage) for src, m in manifests.items()})
-        totals = {}
-        for src, mpath in sorted(manifests.items()):
+        totals, held = {}, {}
+        for name, mpath in sorted(manifests.items()):
             m = json.loads(fs.read_text(mpath, storage))
-            totals[src] = {**m["totals"], "manifest": fs.relative(mpath, staging), "sha256": fs.sha256(mpath, storage)}
-        return SinkResult(totals=totals, problems=problems)
+            totals[name] = {**m["totals"], "manifest": fs.relative(mpath, staging), "sha256": fs.sha256(mpath, storage)}
+            if name != sets[name]:
+                totals[name]["source"] = sets[name]
+            docs, toks = held.get(sets[name], (0, 0))
+            held[sets[name]] = (docs + m["totals"]["documents"], toks + m["totals"]["tokens"])
+        return SinkResult(totals=totals, problems=_conservation(expected, held))
 
-    def _merge(self, src: str, splits: list[tuple[SinkSplit, dict[str, Any]]], staging: str,
+    def _merge(self, src: str, splits: list[tuple[SinkSplit, str]], staging: str,
                storage: fs.StorageOptions | None) -> str:
-        """One source's manifest from its splits' manifests, splits in plan order; an
-        empty one when nothing of the source was kept."""
+        """One shard set's manifest (a source's, or a source's level's) from its splits'
+        manifests (URIs), splits in plan order; an empty one when nothing of it was kept."""
         from datapipe.megatron import MANIFEST_NAME, make_manifest, shard_dtype
 
         records = []
-        for split, rec in splits:
-            m = json.loads(fs.read_text(rec["manifest"], storage))
+        for split, manifest in splits:
+            m = json.loads(fs.read_text(manifest, storage))
             records.extend({**r, "split": f"{split.index:05d}"} for r in m["shards"])
         folder = fs.join(staging, self.folder, src)
         fs.makedirs(folder, storage)
@@ -106,24 +132,76 @@ class ShardSink(DocumentSink):
         return path
 
 
+def _split_sets(sp: SinkSplit, rec: dict[str, Any] | None) -> dict[str, str]:
+    """A split's record's shard sets: set name -> its split manifest (URI)."""
+    if not rec:
+        return {}
+    return dict(rec["sets"]) if "sets" in rec else {sp.source: rec["manifest"]}
+
+
+def _conservation(expected: Mapping[str, tuple[int, int]], held: Mapping[str, tuple[int, int]]) -> list[str]:
+    """Per source, what its shard sets hold together against what the job kept:
+    ``expected[source] = (kept documents, their num_tokens)``, ``held[source] = (documents,
+    tokens)`` summed over its sets' manifests (tokens include one EOS per document)."""
+    problems = []
+    for src in sorted(set(expected) | set(held)):
+        docs, doc_tokens = expected.get(src, (0, 0))
+        if src not in held:
+            if docs:
+                problems.append(f"source {src}: {docs} kept documents but no shard manifest")
+            continue
+        got_docs, got_tokens = held[src]
+        if got_docs != docs:
+            problems.append(f"source {src}: shards hold {got_docs} documents, the job kept {docs}")
+        if got_tokens != doc_tokens + docs:
+            problems.append(f"source {src}: shards hold {got_tokens} tokens, kept documents have "
+                            f"{doc_tokens} + {docs} EOS = {doc_tokens + docs}")
+    return problems
+
+
 class ShardSplitWriter(SplitWriter):
-    """One split's shards ``<source>-<split>-NNNNN``; holds the split's kept token ids
-    (bounded by ``split_bytes``) until :meth:`close` orders and writes them."""
+    """One split's shards ``<source>-<split>-NNNNN`` (with ``by_level``, per level
+    ``<source>@q<level>-<split>-NNNNN`` in ``shards/<source>@q<level>/``); holds the
+    split's kept token ids (bounded by ``split_bytes``) until :meth:`close` orders and
+    writes them."""
 
     def __init__(self, sink: ShardSink, split: SinkSplit) -> None:
         self.sink, self.split = sink, split
         self.tokens: list[pa.Table] = []
+        self.columns = [S.ID, TOKENS] + ([LEVEL] if sink.by_level else [])
 
     def add(self, kept: pa.Table) -> None:
-        self.tokens.append(kept.select([S.ID, TOKENS]))
+        self.tokens.append(kept.select(self.columns))
 
     def close(self) -> dict[str, Any] | None:
-        from stages.tokenize.writer import ORDER_COLUMN, SourceShardWriter, add_order_column, flat_tokens
+        from datapipe.megatron import level_set
 
         if not self.tokens:
             return None
-        sp, opts = self.split, self.sink.options
-        table = add_order_column(pa.concat_tables(self.tokens), opts.seed)
+        table = pa.concat_tables(self.tokens)
+        if not self.sink.by_level:
+            manifest, written = self._write(self.split, table)
+            return {"manifest": manifest, "written": written}
+        sp, sets, written = self.split, {}, []
+        levels = table.column(LEVEL)
+        for lv in sorted(pc.unique(levels).to_pylist(), key=lambda v: -1 if v is None else v):
+            name = sp.source if lv is None else level_set(sp.source, lv)
+            part = table.filter(pc.is_null(levels) if lv is None else pc.equal(levels, lv))
+            sub = dataclasses.replace(sp, source=name, folder=_sibling(sp.folder, sp.source, name),
+                                      work_dir=fs.join(sp.work_dir, name))
+            sets[name], w = self._write(sub, part)
+            written += w
+        index = fs.join(sp.work_dir, sp.part + ".json")   # the split's own record of its sets
+        fs.write_text(index, json.dumps({"sets": sets}, sort_keys=True), sp.storage)
+        return {"manifest": index, "sets": sets, "written": written}
+
+    def _write(self, sp: SinkSplit, table: pa.Table) -> tuple[str, list[dict[str, Any]]]:
+        """One shard set's part of the split: its documents ordered and laid out as
+        ``<set>-<split>-NNNNN`` in ``sp.folder``; returns its split manifest and files."""
+        from stages.tokenize.writer import ORDER_COLUMN, SourceShardWriter, add_order_column, flat_tokens
+
+        opts = self.sink.options
+        table = add_order_column(table.select([S.ID, TOKENS]), opts.seed)
         table = table.take(pc.sort_indices(table, sort_keys=[(ORDER_COLUMN, "ascending"), (S.ID, "ascending")]))
         manifest = fs.join(sp.work_dir, sp.part + ".json")
         with local_dir(sp.folder) as local:   # the writer fsyncs and memory-maps real files
@@ -149,4 +227,10 @@ class ShardSplitWriter(SplitWriter):
                     written.append(dict(file_info(os.path.join(local, r[k])), path=uri))
             if remote:
                 upload(local_manifest, manifest, sp.storage)
-        return {"manifest": manifest, "written": written}
+        return manifest, written
+
+
+def _sibling(folder: str, source: str, name: str) -> str:
+    """``<...>/shards/<source>`` as ``<...>/shards/<name>``."""
+    assert folder.endswith("/" + source), folder
+    return folder[: -len(source)] + name

@@ -13,6 +13,9 @@ Config (YAML)::
 
     - tokenize: {tokenizer: "{shared}/tokenizers/gpt2", eos: "<|endoftext|>"}
 
+``by_level: true`` (after a ``quality_levels`` stage) writes one shard set per source and
+quality level, ``shards/<source>@q<level>/`` (docs/mixes.md "Quality levels").
+
 ``fingerprint`` (optional) pins the tokenizer's content: an actor whose file hashes
 differently fails at setup instead of writing shards in another vocabulary.
 """
@@ -49,6 +52,14 @@ class TokenizeConfig(StageConfig):
     tokenizer: str
     eos: str | None = None
     fingerprint: str | None = None
+    #: one shard set per (source, quality level): a document of ``web`` at ``quality_level``
+    #: 4 goes to ``shards/web@q4/`` (its own manifest); one without a level to ``shards/web/``
+    by_level: bool = False
+
+    @property
+    def reads(self) -> tuple[str, ...]:
+        """``quality_level`` with ``by_level`` (a ``quality_levels`` stage must come first)."""
+        return ("quality_level",) if self.by_level else ()
 
     def __post_init__(self) -> None:
         if not self.tokenizer:
@@ -63,6 +74,9 @@ class TokenizeConfig(StageConfig):
             )
         if self.eos is not None and not self.eos:
             raise SpecError("tokenize: eos must be a non-empty token string or left out")
+        if not isinstance(self.by_level, bool):
+            raise SpecError(f"tokenize: by_level={self.by_level!r}; use true (one shard set per source and "
+                            "quality level, after a quality_levels stage) or false")
 
 
 def _in_ray_worker() -> bool:
@@ -89,7 +103,7 @@ class Tokenize(AnnotatorStage):
         from stages.tokenize.shards import ShardSink
 
         cfg: TokenizeConfig = self.config  # type: ignore[assignment]
-        return ShardSink(tokenizer=cfg.tokenizer, eos=cfg.eos, options=options, lineage=lineage)
+        return ShardSink(tokenizer=cfg.tokenizer, eos=cfg.eos, options=options, lineage=lineage, by_level=cfg.by_level)
 
     def setup(self) -> None:
         from stages.tokenize.identity import fingerprint, load_tokenizer, resolve_eos, vocab_size
