@@ -104,10 +104,12 @@ class MixLoader:
 
     # -- state ---------------------------------------------------------------------------
     def state_dict(self) -> dict[str, Any]:
-        return {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed),
-                "skip": self.skip.as_list(), "plan_key": json.dumps(self.plan.prefix_key(), sort_keys=True),
-                "mix_changes": json.dumps(self.mix_changes),
-                "adaptive": json.dumps({"history": list(self.plan.history), "acc": self.adaptive_acc})}
+        state = {"plan_hash": self.plan.plan_hash, "samples_committed": int(self.samples_committed),
+                 "skip": self.skip.as_list(), "plan_key": json.dumps(self.plan.prefix_key(), sort_keys=True),
+                 "mix_changes": json.dumps(self.mix_changes)}
+        if self.plan.spec.adaptive is not None or self.plan.history:   # a static mix's state is as it was
+            state["adaptive"] = json.dumps({"history": list(self.plan.history), "acc": self.adaptive_acc})
+        return state
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         n = int(state["samples_committed"])

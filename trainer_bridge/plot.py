@@ -8,6 +8,10 @@ each source in consecutive bins of samples (computed from the plan: they sit on 
 within a sample or so per bin). Bottom panel (with ``--metrics``): ``loss_by_source`` as
 lines and ``val_loss`` as dots joined by thin lines, one colour per source; the steps where
 a phase starts are marked the same way.
+
+A mix with ``adaptive:`` draws the weights as they moved: the updates logged in the metrics
+(``mix_update`` rows) are served as the plan's history, so the lines step at each update and
+the dots are the realised shares under them.
 """
 
 from __future__ import annotations
@@ -109,6 +113,9 @@ def plot_mix(plan: MixPlan, out: str | Path, *, metrics: Sequence[dict[str, Any]
 
     font = ImageFont.load_default(size=13)
     loss_rows = [m for m in metrics or () if m.get("loss_by_source") or m.get("val_loss")]
+    history = adaptive_history(metrics or ())
+    if history and not plan.history:
+        plan.set_history(history)
     height = PANEL_H + (PANEL_H if loss_rows else 0) + 10
     img = Image.new("RGB", (W, height), "white")
     d = ImageDraw.Draw(img)
@@ -116,8 +123,9 @@ def plot_mix(plan: MixPlan, out: str | Path, *, metrics: Sequence[dict[str, Any]
     color = {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(names)}
     phases = plan.phase_ranges() if plan.spec.schedule else []
 
+    what = f"weights after {len(plan.history)} adaptive updates" if plan.history else "schedule"
     top = _Panel(d, font, 0, (0, n * T), (0, 1), f"mix {plan.spec.name}: weight per source over the token budget "
-                 "(lines: schedule; dots: realised share per bin)", "tokens", "weight")
+                 f"(lines: {what}; dots: realised share per bin)", "tokens", "weight")
     # breakpoints of the piecewise-linear weights: segment starts/ends within the budget
     xs = sorted({0, n} | {g.start for g in plan.segments if g.start < n} |
                 {g.end for g in plan.segments if g.end is not None and g.end < n})
@@ -162,6 +170,18 @@ def plot_mix(plan: MixPlan, out: str | Path, *, metrics: Sequence[dict[str, Any]
     out.parent.mkdir(parents=True, exist_ok=True)
     img.save(out, optimize=True)
     return out
+
+
+def adaptive_history(metrics: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The weight updates of an ``adaptive:`` run, in order, from its metrics rows (the run's
+    first row carries the history it resumed with; each update's row its ``mix_update``)."""
+    by_step: dict[int, dict[str, Any]] = {}
+    for m in metrics:
+        for e in (m.get("run") or {}).get("adaptive_history") or ():
+            by_step[int(e["step"])] = e
+        if m.get("mix_update"):
+            by_step[int(m["mix_update"]["step"])] = m["mix_update"]
+    return [by_step[s] for s in sorted(by_step)]
 
 
 def _global_batch(metrics: Sequence[dict[str, Any]]) -> int | None:

@@ -125,3 +125,28 @@ def test_mistakes_are_refused_naming_the_fix(shards, tmp_path, adaptive, extra, 
     with pytest.raises(SpecError) as e:
         resolve_mix(load_mix(mix))
     assert says in str(e.value)
+
+
+def test_mix_plot_draws_the_weights_as_they_moved(shards, tmp_path):
+    import json
+
+    from PIL import Image
+
+    from trainer_bridge.mix import main as mix_main
+
+    mix = write_adaptive(tmp_path / "p.yaml", shards, {"every": 4, "signal": "train"})
+    loader = _loader(mix)
+    rows = []
+    for step in range(1, 13):
+        next(loader)
+        row = {"step": step, "samples": [(step - 1) * G, step * G], "loss_by_source": {"wiki": 5.0, "books": 5.5}}
+        if step in (4, 8):
+            row["mix_update"] = _entry(loader, step, (200, 200, 600) if step == 4 else (700, 100, 200))
+            loader.apply_update(row["mix_update"])
+        rows.append(row)
+    metrics = tmp_path / "metrics.jsonl"
+    metrics.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert mix_main(["plot", str(mix), "-o", str(tmp_path / "static.png")]) == 0
+    assert mix_main(["plot", str(mix), "-o", str(tmp_path / "moved.png"), "--metrics", str(metrics)]) == 0
+    static, moved = (np.asarray(Image.open(tmp_path / f"{n}.png").convert("RGB"))[:300] for n in ("static", "moved"))
+    assert not np.array_equal(static, moved)    # the weight panel steps at the updates
