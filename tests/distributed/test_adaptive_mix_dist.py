@@ -2,8 +2,9 @@
 on CPU: a dp=2 reference run whose weights move every 3 steps from the per-source validation
 loss, then resumes from its checkpoints between two updates: on the reference's own layout
 every step is bit-exact (batches, losses, the updates' weights), and on dp=1 the global
-batches are the reference's, bit for bit, updates after the resume included. The weight
-history is in the checkpoint and in the metrics."""
+batches are the reference's, bit for bit, updates after the resume included. The same with
+the train-loss signal from dp=1 to dp=2 (its running sums since the last update are in the
+checkpoint). The weight history is in the checkpoint and in the metrics."""
 
 from __future__ import annotations
 
@@ -35,15 +36,13 @@ def _metrics(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()]
 
 
-@pytest.fixture(scope="module")
-def ref(shared_dir, repo_dir, tmp_path_factory):
-    d = tmp_path_factory.mktemp("adaptive-dist")
+def _reference(shared_dir, repo_dir, d: Path, signal: str, nproc: int) -> dict:
     manifests = write_text_sources(shared_dir, d / "shards", max_bytes=40_000, shard_tokens=8192)
     mix = d / "mix.yaml"
     mix.write_text(yaml.safe_dump({
         "name": "adaptive", "seq_len": SEQ, "token_budget": SEQ * G * 200, "seed": 5, "max_epochs": 100,
         "sources": [{"manifest": os.path.relpath(m, d), "weight": w} for m, w in zip(manifests.values(), (.5, .3, .2))],
-        "adaptive": {"every": EVERY, "signal": "validation", "rule": "exp_gradient", "eta": 4.0, "smoothing": 0.1,
+        "adaptive": {"every": EVERY, "signal": signal, "rule": "exp_gradient", "eta": 4.0, "smoothing": 0.1,
                      "floors": {"news": 0.1}, "ceilings": {"wiki": 0.6}, "grid": 100},
         "validation": {"tokens": 300}}))
     cfg = d / "train.yaml"
@@ -52,9 +51,31 @@ def ref(shared_dir, repo_dir, tmp_path_factory):
         "dp": -1, "tp": 1, "global_batch": G, "micro_batch": 2, "steps": STEPS, "lr": 3e-3, "warmup_steps": 2,
         "batch_digest": True, "ckpt_every": 4, "ckpt_async": False, "cpu_threads": 1, "log_every": 1,
     }))
-    run = _torchrun(repo_dir, 2, cfg, d / "ref.jsonl", d / "ckpt_ref")
+    run = _torchrun(repo_dir, nproc, cfg, d / "ref.jsonl", d / "ckpt_ref")
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
     return {"dir": d, "cfg": cfg, "repo": repo_dir, "rows": _metrics(d / "ref.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def ref(shared_dir, repo_dir, tmp_path_factory):
+    return _reference(shared_dir, repo_dir, tmp_path_factory.mktemp("adaptive-dist"), "validation", 2)
+
+
+def _resume(ref: dict, step: int, nproc: int) -> list[dict]:
+    d = ref["dir"]
+    tag = f"dp{nproc}-{step}"
+    shutil.copytree(d / "ckpt_ref", d / f"ckpt_{tag}")
+    shutil.copy(d / "ref.jsonl", d / f"{tag}.jsonl")
+    run = _torchrun(ref["repo"], nproc, ref["cfg"], d / f"{tag}.jsonl", d / f"ckpt_{tag}",
+                    "--set", f"resume_from={step}")
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
+    got = _metrics(d / f"{tag}.jsonl")
+    assert [r["step"] for r in got] == list(range(1, STEPS + 1))
+    return got
+
+
+def _history(ckpt: Path) -> dict:
+    return json.loads(json.loads((ckpt / "_COMPLETE").read_text())["loader"]["adaptive"])
 
 
 @pytest.mark.parametrize("step, nproc", [(4, 2), (4, 1)])   # between the updates after steps 3 and 6
@@ -67,19 +88,22 @@ def test_resume_between_two_updates_reads_what_the_uninterrupted_run_read(ref, s
     assert moved[0] != {"wiki": 50, "books": 30, "news": 20} and len({json.dumps(m) for m in moved}) > 1
     assert all(sum(m.values()) == 100 and m["news"] >= 10 and m["wiki"] <= 60 for m in moved)
     # the checkpoint between the updates holds the history so far
-    marker = json.loads((d / "ckpt_ref" / f"step-{step:08d}" / "_COMPLETE").read_text())
-    assert [h["step"] for h in json.loads(marker["loader"]["adaptive"])["history"]] == [3]
-
-    tag = f"dp{nproc}-{step}"
-    shutil.copytree(d / "ckpt_ref", d / f"ckpt_{tag}")
-    shutil.copy(d / "ref.jsonl", d / f"{tag}.jsonl")
-    run = _torchrun(ref["repo"], nproc, ref["cfg"], d / f"{tag}.jsonl", d / f"ckpt_{tag}",
-                    "--set", f"resume_from={step}")
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-5000:]
-    got = _metrics(d / f"{tag}.jsonl")
-    assert [r["step"] for r in got] == list(range(1, STEPS + 1))
+    assert [h["step"] for h in _history(d / "ckpt_ref" / f"step-{step:08d}")["history"]] == [3]
+    got = _resume(ref, step, nproc)
     assert [r["batch"] for r in got] == [r["batch"] for r in rows]   # every step, after both later updates too
     assert [r.get("mix_update", {}).get("units") for r in got] == [r.get("mix_update", {}).get("units") for r in rows]
     if nproc == 2:   # the reference's layout: bit-exact in losses too
         keys = ("loss", "grad_norm", "loss_by_source", "val_loss", "mix_update")
         assert [{k: g.get(k) for k in keys} for g in got] == [{k: w.get(k) for k in keys} for w in rows]
+
+
+def test_train_signal_resumes_between_updates_on_another_dp_size(shared_dir, repo_dir, tmp_path_factory):
+    ref = _reference(shared_dir, repo_dir, tmp_path_factory.mktemp("adaptive-train"), "train", 1)
+    rows = ref["rows"]
+    assert [r["step"] for r in rows if "mix_update" in r] == [3, 6, 9] and "val_loss" not in rows[2]
+    saved = _history(ref["dir"] / "ckpt_ref" / "step-00000004")
+    assert [h["step"] for h in saved["history"]] == [3] and saved["acc"]["count"] == [
+        float(c) for c in saved["acc"]["count"]] and sum(saved["acc"]["count"]) == G * SEQ   # step 4's tokens
+    got = _resume(ref, 4, 2)
+    assert [r["batch"] for r in got] == [r["batch"] for r in rows]
+    assert [r.get("mix_update", {}).get("units") for r in got] == [r.get("mix_update", {}).get("units") for r in rows]
