@@ -40,7 +40,12 @@ $(M)/tokenizer/tokenizer.json: $(STAMP)
 	$(BIN)/datapipe tokenizer train --source-glob '$(D)/wiki/*.parquet' --source-glob '$(D)/books/*.txt*' \
 	  --source-glob '$(D)/news/*.jsonl*' --source-glob '$(D)/forum/*.jsonl.zst' --vocab-size 4096 --out $(M)/tokenizer
 
-models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json
+# the code tokenizer (`tokenizer train --preset code`) on the machine's own code, and its
+# fertility table beside GPT-2's (docs/tokenizer.md); about 30 s
+models/code/tokenizer/tokenizer.json: $(STAMP)
+	$(BIN)/python bench/code_tokenizer.py runs/code_tokenizer --train models/code/tokenizer
+
+models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json models/code/tokenizer/tokenizer.json
 
 sample: setup models
 	$(BIN)/datapipe run jobs/sample.yaml

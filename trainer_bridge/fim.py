@@ -95,7 +95,7 @@ class FimIds:
     suffix: int
 
     @classmethod
-    def from_tokenizer_block(cls, block: Mapping[str, Any], *, where: str) -> "FimIds":
+    def from_tokenizer_block(cls, block: Mapping[str, Any], *, where: str) -> FimIds:
         """The ids a shard manifest's ``tokenizer`` block records under ``special``; a
         tokenizer without them is one :class:`SpecError` line saying how to get one."""
         special = block.get("special") or {}

@@ -47,15 +47,16 @@ def word_count(text: str, language: str | None) -> int:
 
 
 def load_tokenizer(path: str | os.PathLike[str]):
-    """A ``tokenizers.Tokenizer`` from a ``tokenizer.json`` or a folder holding one."""
-    from tokenizers import Tokenizer
+    """A ``tokenizers.Tokenizer`` from a ``tokenizer.json``, a folder holding one, or a GPT-2
+    folder (``vocab.json`` + ``merges.txt``), loaded as the tokenize stage loads it (text that
+    spells a special token is encoded as text)."""
+    from stages.tokenize.identity import load_tokenizer as load
 
     p = Path(path)
-    if p.is_dir():
-        p = p / "tokenizer.json"
-    if not p.is_file():
-        raise SpecError(f"tokenizer eval: {os.fspath(path)!r} is not a tokenizer.json or a folder holding one")
-    return Tokenizer.from_file(str(p))
+    if not (p.is_file() or (p / "tokenizer.json").is_file() or (p / "vocab.json").is_file()):
+        raise SpecError(f"tokenizer eval: {os.fspath(path)!r} is not a tokenizer.json or a folder holding one "
+                        "(or a GPT-2 folder with vocab.json + merges.txt)")
+    return load(p)
 
 
 @dataclass

@@ -22,8 +22,8 @@ from typing import Any, Iterable, Iterator, Sequence
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
 from stages.tokenize.identity import (
-    DEFAULT_EOS, EOS_CANDIDATES, META_FILE, TOKENIZER_FILE, TokenizerInfo, fingerprint, resolve_eos,
-    tokenizer_info, vocab_size,
+    DEFAULT_EOS, EOS_CANDIDATES, META_FILE, SENTINEL_TOKENS, TOKENIZER_FILE, TokenizerInfo, fingerprint,
+    resolve_eos, sentinel_ids, tokenizer_info, vocab_size,
 )
 from stages import _corpus as corpus
 
@@ -35,7 +35,14 @@ log = logging.getLogger(__name__)
 
 #: GPT-2's pre-tokenizer pattern with combining marks (\\p{M}) allowed inside letter runs
 LETTERS_MARKS_PATTERN = r"""'(?i:[sdmt]|ll|ve|re)| ?[\p{L}\p{M}]+| ?\p{N}+| ?[^\s\p{L}\p{M}\p{N}]+|\s+(?!\S)|\s+"""
-PRE_TOKENIZERS = ("gpt2", "letters+marks")
+#: code: a newline run with the indentation after it is one piece; other runs of spaces and
+#: tabs are pieces (the last space of a run goes with the word after it, as in GPT-2);
+#: identifiers (letters, marks, ``_``) are pieces; every digit is its own piece
+CODE_PATTERN = (r"""[\r\n]+[ \t]*|[ \t]+(?=[ \t]*[\r\n]|$)| ?[\p{L}\p{M}_]+|\p{N}| ?[^\s\p{L}\p{M}\p{N}_]+"""
+                r"""|[ \t]+(?=[ \t])|[ \t]+|\s+""")
+PRE_TOKENIZERS = ("gpt2", "letters+marks", "code")
+#: ``tokenizer train --preset NAME``: the pre-tokenizer and the special tokens it sets
+PRESETS = {"code": {"pre_tokenizer": "code", "special_tokens": (DEFAULT_EOS, *SENTINEL_TOKENS)}}
 
 
 def _pre_tokenizer(name: str):
@@ -43,8 +50,9 @@ def _pre_tokenizer(name: str):
 
     if name == "gpt2":
         return pre_tokenizers.ByteLevel(add_prefix_space=False)
-    return pre_tokenizers.Sequence([
-        pre_tokenizers.Split(Regex(LETTERS_MARKS_PATTERN), behavior="isolated"),
+    pattern = CODE_PATTERN if name == "code" else LETTERS_MARKS_PATTERN
+    return pre_tokenizers.Sequence([   # byte-level after the split: every byte string round-trips
+        pre_tokenizers.Split(Regex(pattern), behavior="isolated"),
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False),
     ])
 
@@ -63,12 +71,25 @@ class TrainConfig:
     min_frequency: int = 2
     #: how text is cut before BPE: ``gpt2`` (GPT-2's pattern: letter runs end at a
     #: combining mark, so a Devanagari or Bengali word falls into 3-4 pieces that BPE can
-    #: never merge) or ``letters+marks`` (the same pattern with marks inside letter runs)
+    #: never merge), ``letters+marks`` (the same pattern with marks inside letter runs) or
+    #: ``code`` (:data:`CODE_PATTERN`: indentation and whitespace runs, single digits)
     pre_tokenizer: str = "gpt2"
+    #: a named set of the options above (:data:`PRESETS`), recorded in the card
+    preset: str | None = None
 
     def __post_init__(self) -> None:
         if self.pre_tokenizer not in PRE_TOKENIZERS:
             raise SpecError(f"pre_tokenizer must be one of {list(PRE_TOKENIZERS)}, got {self.pre_tokenizer!r}")
+        if self.preset is not None:
+            want = PRESETS.get(self.preset)
+            if want is None:
+                raise SpecError(f"preset {self.preset!r} is unknown; presets: {sorted(PRESETS)}")
+            missing = [t for t in want["special_tokens"] if t not in self.special_tokens]
+            if self.pre_tokenizer != want["pre_tokenizer"] or missing:
+                raise SpecError(f"preset {self.preset!r} means pre_tokenizer {want['pre_tokenizer']!r} and special "
+                                f"tokens {list(want['special_tokens'])}; got pre_tokenizer {self.pre_tokenizer!r}"
+                                + (f" without {missing}" if missing else "")
+                                + ": build it with preset_config (or `tokenizer train --preset`), which sets them")
         floor = 256 + len(self.special_tokens)
         if self.vocab_size < floor:
             raise SpecError(
@@ -88,6 +109,23 @@ class TrainConfig:
             )
         if self.min_frequency < 1:
             raise SpecError(f"min_frequency must be >= 1, got {self.min_frequency}")
+
+
+def preset_config(preset: str, *, vocab_size: int, special_tokens: Sequence[str] = (),
+                  **options: Any) -> TrainConfig:
+    """The :class:`TrainConfig` of ``preset`` (:data:`PRESETS`): its pre-tokenizer and special
+    tokens (first, in its order, so EOS is id 0 and the sentinels follow), then
+    ``special_tokens`` the caller adds."""
+    want = PRESETS.get(preset)
+    if want is None:
+        raise SpecError(f"preset {preset!r} is unknown; presets: {sorted(PRESETS)}")
+    if options.get("pre_tokenizer", want["pre_tokenizer"]) != want["pre_tokenizer"]:
+        raise SpecError(f"--preset {preset} sets the pre-tokenizer to {want['pre_tokenizer']!r}; leave "
+                        f"--pre-tokenizer {options['pre_tokenizer']} out")
+    options.pop("pre_tokenizer", None)
+    specials = tuple(dict.fromkeys((*want["special_tokens"], *special_tokens)))
+    return TrainConfig(vocab_size=vocab_size, special_tokens=specials, pre_tokenizer=want["pre_tokenizer"],
+                       preset=preset, **options)
 
 
 def train_tokenizer(
@@ -125,7 +163,7 @@ def train_tokenizer(
     _atomic_write(tf, tok.to_str(pretty=True).encode("utf-8") + b"\n")
     info = TokenizerInfo(
         path=str(tf), fingerprint=fingerprint(tok), vocab_size=vocab_size(tok),
-        eos_id=eos_id, eos_token=eos_token,
+        eos_id=eos_id, eos_token=eos_token, special=sentinel_ids(tok),
     )
     meta = {
         "fingerprint": info.fingerprint,
@@ -135,6 +173,7 @@ def train_tokenizer(
         "special_tokens": list(config.special_tokens),
         "min_frequency": config.min_frequency,
         "pre_tokenizer": config.pre_tokenizer,
+        **({"preset": config.preset, "sentinels": info.special} if config.preset else {}),
         "trained_on": {"documents": counter.documents, "bytes": counter.bytes, **(trained_on or {})},
     }
     _atomic_write(out / META_FILE, (json.dumps(meta, indent=2, ensure_ascii=False) + "\n").encode("utf-8"))
@@ -231,8 +270,12 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
     t.add_argument("--text-key", default="text", help="field/column holding text in JSONL/Parquet inputs")
     t.add_argument("--source", action="append", default=[], metavar="NAME",
                    help="Parquet inputs: only documents of this source (repeatable)")
-    t.add_argument("--pre-tokenizer", choices=PRE_TOKENIZERS, default="gpt2",
-                   help="gpt2 (default) or letters+marks (keeps Indic and other words with combining marks whole)")
+    t.add_argument("--pre-tokenizer", choices=PRE_TOKENIZERS, default=None,
+                   help="gpt2 (default), letters+marks (keeps Indic and other words with combining marks whole) "
+                        "or code (whitespace runs and indentation, single digits)")
+    t.add_argument("--preset", choices=sorted(PRESETS), default=None,
+                   help="code: the code pre-tokenizer, EOS then the FIM and repository sentinels as special tokens "
+                        "(" + ", ".join(SENTINEL_TOKENS) + "); --special-token adds more after them")
     t.add_argument("--balance", choices=["language"], default=None,
                    help="language: sample each language with probability ~ n^alpha (n: its bytes in the input)")
     t.add_argument("--alpha", type=float, default=0.3, help="--balance temperature exponent (1: as found, 0: uniform)")
@@ -252,13 +295,18 @@ def add_cli(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _cli_train(args: argparse.Namespace) -> int:
-    cfg = TrainConfig(
-        vocab_size=args.vocab_size,
-        special_tokens=tuple(args.special_token or (DEFAULT_EOS,)),
-        eos=args.eos,
-        min_frequency=args.min_frequency,
-        pre_tokenizer=args.pre_tokenizer,
-    )
+    if args.preset:
+        extra = {"pre_tokenizer": args.pre_tokenizer} if args.pre_tokenizer else {}
+        cfg = preset_config(args.preset, vocab_size=args.vocab_size, special_tokens=args.special_token or (),
+                            eos=args.eos, min_frequency=args.min_frequency, **extra)
+    else:
+        cfg = TrainConfig(
+            vocab_size=args.vocab_size,
+            special_tokens=tuple(args.special_token or (DEFAULT_EOS,)),
+            eos=args.eos,
+            min_frequency=args.min_frequency,
+            pre_tokenizer=args.pre_tokenizer or "gpt2",
+        )
     read = ReadStats()
     texts = training_texts(args.source_glob, max_bytes=args.max_bytes, text_key=args.text_key,
                            sources=args.source, stats=read)

@@ -6,8 +6,8 @@ data-parallel size), and a mix over shards without the sentinels is refused in o
 from __future__ import annotations
 
 import json
-from collections import Counter
 import sysconfig
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
