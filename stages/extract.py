@@ -1,4 +1,4 @@
-"""Main-text extraction from HTML with trafilatura.
+"""Main-text extraction from HTML (trafilatura by default; ``extractor:`` picks another).
 
 Reads ``raw`` (page bytes from HTML and WARC sources) and fills ``text`` with the
 page's main content and ``title`` with its ``<title>``; ``url`` is passed to trafilatura
@@ -17,8 +17,13 @@ hung worker:
 * ``timeout`` – decoding + extraction took longer than ``timeout_s`` (see
   :mod:`datapipe.deadline` for how the limit is enforced in the main thread and in
   Ray's actor threads);
-* ``empty`` – trafilatura found no main text (or the row has neither raw nor text);
-* ``failed`` – trafilatura raised (detail: the exception type).
+* ``empty`` – the extractor found no main text (or the row has neither raw nor text);
+* ``failed`` – the extractor raised (detail: the exception type).
+
+``extractor`` picks how the main content is found (:mod:`stages._extractors`):
+``trafilatura`` (the reference and default), ``trafilatura_fast``, ``cascade`` (fast
+mode on a pre-pruned tree, the full trafilatura only where that looks like a failure)
+and ``resiliparse``; docs/filters.md has each one's measured quality and CPU.
 
 Encoding detection is in :mod:`stages._html` (BOM, declared charset, UTF-8, page
 language, charset_normalizer, windows-1252); invalid bytes become U+FFFD.
@@ -30,6 +35,7 @@ trafilatura's own default.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import logging
 import time
@@ -41,7 +47,7 @@ import pyarrow as pa
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
-from stages import _html
+from stages import _extractors, _html
 from datapipe.stage import Rewrite, RewriteFilterStage
 from datapipe.deadline import DocumentTimeout, deadline
 
@@ -50,6 +56,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(kw_only=True, frozen=True)
 class ExtractConfig(StageConfig):
+    #: how the main content is found: one of :data:`stages._extractors.EXTRACTORS`
+    extractor: str = "trafilatura"
+    #: ``cascade``: a fast-pass text of at most this many characters (or none) is
+    #: extracted again with the full trafilatura
+    cascade_min_chars: int = 1000
     favor_precision: bool = True
     favor_recall: bool = False
     include_comments: bool = False
@@ -69,6 +80,18 @@ class ExtractConfig(StageConfig):
     timeout_s: float = 5.0
 
     def __post_init__(self) -> None:
+        if self.extractor not in _extractors.EXTRACTORS:
+            raise SpecError(f"extract: unknown extractor {self.extractor!r}; "
+                            f"use one of {', '.join(sorted(_extractors.EXTRACTORS))}")
+        if self.fast and self.extractor not in ("trafilatura", "trafilatura_fast"):
+            raise SpecError(f"extract: fast: true is trafilatura's fast mode and does not apply to "
+                            f"extractor: {self.extractor}; drop fast (or use extractor: trafilatura_fast)")
+        needs = _extractors.NEEDS.get(self.extractor)
+        if needs and importlib.util.find_spec(needs[0]) is None:
+            raise SpecError(f"extract: extractor: {self.extractor} needs the {needs[1]!r} package, which is not "
+                            f"installed: pip install 'datapipe[extract]' (or pick another extractor)")
+        if self.cascade_min_chars < 0:
+            raise SpecError(f"extract: cascade_min_chars must be >= 0, got {self.cascade_min_chars}")
         if self.favor_precision and self.favor_recall:
             raise SpecError("extract: favor_precision and favor_recall are exclusive; set one of them to false")
         if self.max_bytes <= 0:
@@ -91,23 +114,12 @@ def _reader_title(metadata: str | None) -> str | None:
 
 
 class Extract(RewriteFilterStage):
-    """HTML -> main text with trafilatura; see the module docstring."""
+    """HTML -> main text with the configured extractor; see the module docstring."""
 
     name = "extract"
     Config = ExtractConfig
     reads = ()
     adds = {S.TEXT: pa.string(), "title": pa.string()}
-
-    def trafilatura_kwargs(self) -> dict:
-        """Keyword arguments for ``trafilatura.extract`` from the config."""
-        c: ExtractConfig = self.config
-        return dict(
-            favor_precision=c.favor_precision, favor_recall=c.favor_recall,
-            include_comments=c.include_comments, include_tables=c.include_tables,
-            include_formatting=c.include_formatting, include_links=c.include_links,
-            include_images=c.include_images, fast=c.fast, deduplicate=c.deduplicate,
-            output_format=c.output_format, with_metadata=False,
-        )
 
     def rewrite(self, batch: pa.Table) -> Rewrite:
         n = batch.num_rows
@@ -115,12 +127,12 @@ class Extract(RewriteFilterStage):
         texts = batch.column(S.TEXT).to_pylist() if S.TEXT in batch.column_names else [None] * n
         urls = batch.column(S.URL).to_pylist() if S.URL in batch.column_names else [None] * n
         metas = batch.column(S.METADATA).to_pylist() if S.METADATA in batch.column_names else [None] * n
-        kwargs = self.trafilatura_kwargs()
         out_text: list[str | None] = [None] * n
         titles: list[str | None] = [None] * n
         reasons: list[str | None] = [None] * n
         keep = np.zeros(n, dtype=bool)
         extracted = np.zeros(n, dtype=np.int64)
+        fell_back = np.zeros(n, dtype=np.int64)
         for i in range(n):
             raw = raws[i]
             if raw is None:
@@ -130,42 +142,44 @@ class Extract(RewriteFilterStage):
                 else:
                     reasons[i] = "empty|no raw page and no text"
                 continue
-            text, title, reason = self.extract_page(raw, urls[i], kwargs)
+            text, title, reason, fell_back[i] = self._extract_page(raw, urls[i])
             out_text[i], titles[i], reasons[i] = text, title, reason
             keep[i] = reason is None
             extracted[i] = 1
         return Rewrite(texts=pa.array(out_text, pa.string()), keep=keep, reasons=reasons,
-                       changes={"pages_extracted": extracted},
+                       changes={"pages_extracted": extracted, **({"cascade_fallbacks": fell_back}
+                                                                 if self.config.extractor == "cascade" else {})},
                        columns={"title": pa.array(titles, pa.string())})
 
-    def extract_page(self, raw: bytes, url: str | None, kwargs: dict | None = None) -> tuple[str | None, str | None, str | None]:
+    def extract_page(self, raw: bytes, url: str | None) -> tuple[str | None, str | None, str | None]:
         """``(text, title, reason)`` for one page; ``reason`` is None when kept."""
-        import trafilatura
+        return self._extract_page(raw, url)[:3]
 
+    def _extract_page(self, raw: bytes, url: str | None) -> tuple[str | None, str | None, str | None, bool]:
+        """:meth:`extract_page` plus whether ``cascade`` ran its full second pass."""
         cfg: ExtractConfig = self.config
-        if kwargs is None:
-            kwargs = self.trafilatura_kwargs()
+        extractor = _extractors.EXTRACTORS[cfg.extractor]
         if len(raw) > cfg.max_bytes:
-            return None, None, f"too_large|{len(raw)} bytes > {cfg.max_bytes}"
+            return None, None, f"too_large|{len(raw)} bytes > {cfg.max_bytes}", False
         if not raw[:65536].strip() and not raw.strip():
-            return None, None, "empty|blank page"
+            return None, None, "empty|blank page", False
         kind = _html.binary_kind(raw)
         if kind is not None:
-            return None, None, f"not_html|{kind}"
+            return None, None, f"not_html|{kind}", False
         t0 = time.perf_counter()
-        title = None
+        title, fell_back = None, False
         try:
             with deadline(cfg.timeout_s):
                 page, _how = _html.decode_html(raw)
                 if not _html.has_markup(page):
-                    return None, None, "not_html|no markup"
+                    return None, None, "not_html|no markup", False
                 title = _html.find_title(page)
-                text = trafilatura.extract(page, url=url, **kwargs)
+                text, fell_back = extractor(page, url, cfg)
         except DocumentTimeout:
-            return None, title, f"timeout|{time.perf_counter() - t0:.2f}s > {cfg.timeout_s}s"
+            return None, title, f"timeout|{time.perf_counter() - t0:.2f}s > {cfg.timeout_s}s", fell_back
         except Exception as e:  # a bug or resource error inside the extractor: reject, go on
             log.debug("extract failed on %s: %r", url, e)
-            return None, title, f"failed|{type(e).__name__}"
+            return None, title, f"failed|{type(e).__name__}", fell_back
         if not text or not text.strip():
-            return None, title, "empty"
-        return text, title, None
+            return None, title, "empty", fell_back
+        return text, title, None, fell_back
