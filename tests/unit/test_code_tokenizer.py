@@ -74,3 +74,35 @@ def test_sentinels_are_reserved_and_recorded_for_the_manifest(code_tok):
         TrainConfig(vocab_size=1024, preset="code")
     with pytest.raises(SpecError, match="leave --pre-tokenizer gpt2 out"):
         preset_config("code", vocab_size=1024, pre_tokenizer="gpt2")
+
+
+def test_code_shards_record_sentinels_and_a_fim_mix_trains_on_them(code_tok, tmp_path):
+    """The shard writer records the sentinels, a mix asks for FIM over those shards, and what
+    the loader serves decodes to real code rewritten prefix-suffix-middle."""
+    import numpy as np
+    import yaml
+
+    from stages.tokenize.writer import SourceShardWriter
+    from trainer_bridge.loader import LoaderConfig, MixLoader
+    from trainer_bridge.mix import resolve_mix
+
+    tok = load_tokenizer(code_tok)
+    info = tokenizer_info(code_tok)
+    blocks = [b for f in sorted((SITE / "click").glob("*.py")) for b in f.read_text(encoding="utf-8").split("\n\n")
+              if b.strip()]   # code blocks (functions, classes): several documents per window
+    docs = [e.ids for e in tok.encode_batch(blocks)]
+    w = SourceShardWriter(tmp_path / "shards" / "code", "code", tokenizer_info=info, shard_tokens=1 << 16, seed=1,
+                          lineage={"job_hash": "test", "inputs": []})
+    w.add(np.concatenate([np.asarray(d) for d in docs]), np.array([len(d) for d in docs]))
+    manifest = w.finish()
+    assert yaml.safe_load(manifest.read_text())["tokenizer"]["special"]["<fim_prefix>"] == 1
+    mix = tmp_path / "mix.yaml"
+    mix.write_text(yaml.safe_dump({"name": "fim", "seq_len": 256, "token_budget": 256 * 64, "seed": 3,
+                                   "sources": [{"manifest": "shards/code/manifest.json", "weight": 1.0}],
+                                   "fim": {"rate": 1.0, "spm_rate": 0.0}}))
+    with MixLoader(resolve_mix(mix), LoaderConfig(global_batch=8)) as ld:
+        rows = next(ld)["input_ids"].tolist()
+    whole = [d for r in rows for d in tok.decode(r, skip_special_tokens=False).split("<|endoftext|>")[:-1] if d]
+    assert whole   # documents that end inside a window: each one rewritten PSM (rate 1, spm_rate 0)
+    for d in whole:
+        assert d.startswith("<fim_prefix>") and d.index("<fim_suffix>") < d.index("<fim_middle>"), d[:200]
