@@ -320,4 +320,25 @@ def _cut(text: str, index: NgramIndex | BloomIndex) -> tuple[str, int, int] | No
         else:
             k += 1
     out.append(text[pos:])
-    return re.sub(r"[ \t]{2,}", " ", "".join(out)).strip(), int(hit.sum()), removed
+    res = _joined(out)
+    if not out[0].strip():    # the document began with a cut span
+        res = res.lstrip()
+    if not out[-1].strip():   # ... or ended with one
+        res = res.rstrip()
+    return res, int(hit.sum()), removed
+
+
+def _joined(pieces: list[str]) -> str:
+    """The pieces around the cut spans, joined: the spaces and tabs that meet at a cut
+    become one space (none at a line's start, so the next line keeps its indentation);
+    whitespace anywhere else is the document's own (code keeps its indentation)."""
+    res = pieces[0]
+    for p in pieces[1:]:
+        left = res.rstrip(" \t")
+        if not left or left.endswith("\n"):   # the cut began a line
+            res = res + p.lstrip(" \t")
+        elif len(left) < len(res) or p[:1] in (" ", "\t"):
+            res = left + " " + p.lstrip(" \t")
+        else:
+            res = res + p
+    return res

@@ -187,3 +187,27 @@ def test_forks_are_one_repository_kept_by_stars_then_name(tmp_path):
     # files (group: file) take no part
     file_docs = [r for r in _read(tmp_path, files, group="file") if r["_reject_reason"] is None]
     assert _fork_decisions(file_docs) == {}
+
+
+def test_decontaminate_cut_leaves_the_rest_of_the_code_as_written(tmp_path):
+    """A benchmark function cut out of a repository document (``mode: cut``): the other
+    files keep their indentation (the cut collapsed every run of spaces in the document)."""
+    import datapipe
+    import pyarrow as pa
+
+    repo = _repository(tmp_path)
+    [doc] = _read(tmp_path, format="starcoder2")
+    source = (repo / "json" / "encoder.py").read_text()
+    start = source.index("def py_encode_basestring(")
+    item = source[start: source.index("\n\n\n", start)]
+    (tmp_path / "eval.jsonl").write_text(json.dumps({"prompt": item}) + "\n")
+    stage = datapipe.stage("decontaminate", eval_sets={"humaneval": [str(tmp_path / "eval.jsonl")]},
+                           text_fields=["prompt"], mode="cut")
+    out = stage.mark(pa.table({"id": [doc["id"]], "source": ["code"], "text": [doc["text"]]})).to_pylist()[0]
+    assert out["reject_reason"] is None
+    files = dict(_files(out["text"]))
+    assert "def py_encode_basestring(" not in files["json/encoder.py"]
+    for path, content in _files(doc["text"]):
+        if path != "json/encoder.py":
+            assert files[path] == content, path
+    assert "    def default(self, o):\n" in files["json/encoder.py"]
