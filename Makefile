@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup models sample test clean
+.PHONY: setup models sample sample-levels test clean
 
 # Models the sample job needs, trained from the bundled sample corpus (seconds).
 D := jobs/sample_data
@@ -51,6 +51,12 @@ sample: setup models
 	$(BIN)/datapipe run jobs/sample.yaml
 	$(BIN)/datapipe shards verify runs/sample/shards
 	$(BIN)/datapipe mix plan mixes/sample.yaml
+
+# the sample with quality levels: web and news as shard sets per quintile (docs/mixes.md)
+sample-levels: setup models
+	$(BIN)/datapipe run jobs/sample_levels.yaml
+	$(BIN)/datapipe shards verify runs/sample-levels/shards
+	$(BIN)/datapipe mix plan mixes/sample-levels.yaml
 
 test: setup models
 	$(BIN)/python -m pytest -q

@@ -171,6 +171,9 @@ class ShardSplitWriter(SplitWriter):
         self.columns = [S.ID, TOKENS] + ([LEVEL] if sink.by_level else [])
 
     def add(self, kept: pa.Table) -> None:
+        if self.sink.by_level and LEVEL not in kept.column_names:
+            raise SpecError(f"tokenize: by_level is true but the documents have no {LEVEL!r} column; add a "
+                            "quality_levels stage before tokenize, or leave by_level out")
         self.tokens.append(kept.select(self.columns))
 
     def close(self) -> dict[str, Any] | None:

@@ -54,12 +54,8 @@ class TokenizeConfig(StageConfig):
     fingerprint: str | None = None
     #: one shard set per (source, quality level): a document of ``web`` at ``quality_level``
     #: 4 goes to ``shards/web@q4/`` (its own manifest); one without a level to ``shards/web/``
+    #: (a ``quality_levels`` stage must come first; the sources it skips keep one set each)
     by_level: bool = False
-
-    @property
-    def reads(self) -> tuple[str, ...]:
-        """``quality_level`` with ``by_level`` (a ``quality_levels`` stage must come first)."""
-        return ("quality_level",) if self.by_level else ()
 
     def __post_init__(self) -> None:
         if not self.tokenizer:

@@ -127,3 +127,19 @@ def test_config_errors_name_the_value_and_the_fix(kw, message):
         QualityLevelsConfig(**kw)
     assert QualityLevelsConfig(scores={"quality_score": "higher", "perplexity": "lower"}).reads == (
         "quality_score", "perplexity")
+
+
+def test_sample_levels_mix_file(repo_dir):
+    """mixes/sample-levels.yaml names level shard sets of jobs/sample_levels.yaml's output
+    and anneals onto the top levels only."""
+    from trainer_bridge.mix import load_mix
+
+    spec = load_mix(repo_dir / "mixes" / "sample-levels.yaml")
+    names = [s.manifest.split("/")[-2] for s in spec.sources]
+    assert "web@q4" in names and "web@q0" in names
+    assert all(s.manifest == f"../runs/sample-levels/shards/{n}/manifest.json" for s, n in zip(spec.sources, names))
+    main, anneal = spec.schedule
+    assert main.weights["web@q4"] > main.weights["web@q0"]
+    assert {n for n, w in anneal.weights.items() if w and "@q" in n} == {"web@q4", "news@q4"}
+    job = (repo_dir / "jobs" / "sample_levels.yaml").read_text()
+    assert "by_level: true" in job and "output: ../runs/sample-levels" in job
