@@ -17,9 +17,10 @@ update, normalised over the sources):
 * ``exp_gradient`` (online data mixing, Albalak et al. 2023): ``w_i <- w_i exp(eta (L_i - mean L))``;
   sources with a high loss are read more.
 * ``excess_loss`` (DoReMi, Xie et al. 2023): ``w_i <- w_i exp(eta max(L_i - ref_i, 0))``, where
-  ``ref_i`` is a reference run's loss on source ``i`` (its metrics file, at the same step or
-  the last one before it; or fixed values): sources where the run trails the reference most
-  are read more.
+  ``ref_i`` is a reference model's loss on source ``i``: the last per-source losses of a
+  reference run's metrics file (a run trained to the end on the mix's own weights, as
+  DoReMi's reference model), or fixed values. Sources where the run is furthest above what
+  the reference reached (the most loss left to learn) are read more.
 
 Then ``w <- (1 - smoothing) w + smoothing w0`` (``w0``: the mix's own weights; the papers
 smooth toward uniform, which is ``w0`` of a uniform mix), then the per-source ``floors`` /
@@ -52,7 +53,8 @@ class AdaptiveSpec:
     smoothing: float = 0.1                       # share of the mix's own weights mixed back in
     floors: dict[str, float] = field(default_factory=dict)     # source -> lowest weight
     ceilings: dict[str, float] = field(default_factory=dict)   # source -> highest weight
-    reference: str | dict[str, float] | None = None  # excess_loss: a reference run's metrics.jsonl, or losses
+    reference: str | dict[str, float] | None = None  # excess_loss: a reference run's metrics.jsonl (its last
+                                                     # per-source losses), or {source: loss}
     grid: int = 1000                             # weights are multiples of 1/grid
 
     def __post_init__(self) -> None:
@@ -184,34 +186,29 @@ def read_reference(spec: AdaptiveSpec, base_dir: Path, where: str) -> "Reference
         raise SpecError(f"{where}: adaptive: reference {spec.reference} not found (looked at {path}); give a "
                         "reference run's metrics.jsonl (the trainer's metrics_path) or per-source losses")
     key = "val_loss" if spec.signal == "validation" else "loss_by_source"
-    rows = []
+    last: tuple[int, dict[str, float]] | None = None
     for line in path.read_text(encoding="utf-8").splitlines():
         try:
             row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(row, dict) and row.get(key):
-            rows.append((int(row["step"]), row[key]))
-    if not rows:
+        if isinstance(row, dict) and row.get(key) and (last is None or int(row["step"]) >= last[0]):
+            last = (int(row["step"]), row[key])
+    if last is None:
         raise SpecError(f"{where}: adaptive: reference {path} has no {key} rows; the reference run needs "
                         + ("eval_every > 0 and a validation: split" if key == "val_loss" else "log_every steps")
                         + f" (signal: {spec.signal})")
-    return Reference(rows=sorted(rows, key=lambda r: r[0]))
+    return Reference(fixed=dict(last[1]))
 
 
 @dataclass
 class Reference:
-    """A reference run's per-source losses: fixed, or the rows of its metrics by step."""
+    """The reference model's per-source losses (given, or a reference run's last)."""
 
-    fixed: dict[str, float] | None = None
-    rows: list[tuple[int, dict[str, float]]] | None = None
+    fixed: dict[str, float]
 
     def at(self, step: int) -> dict[str, float]:
-        if self.fixed is not None:
-            return self.fixed
-        assert self.rows
-        before = [r for s, r in self.rows if s <= step]
-        return before[-1] if before else self.rows[0][1]
+        return self.fixed
 
 
 def history_entry(*, step: int, at: int, names: Sequence[str], units: Sequence[int], grid: int,
