@@ -1,28 +1,39 @@
-"""Extraction quality and cost: the ``extract`` stage against trafilatura called directly.
+"""Extraction quality and cost: each ``extractor:`` of the ``extract`` stage, same pages, same run.
 
-Runs over every HTML page in ``$DATAPIPE_SHARED/corpora/web/html/`` (549 real pages):
+Pages: every HTML page in ``--pages`` (default ``$DATAPIPE_SHARED/corpora/web/html/``, 549
+real pages; ``*.html``, ``*.html.gz`` and ``*.gz``). Rows, all timed on the same pages in
+the same run:
 
-* **baseline** – ``trafilatura.extract(page_bytes)`` with trafilatura's default settings;
-* **stage (trafilatura defaults)** – ``extract`` configured like that call
-  (``favor_precision: false, include_comments: true``) and run the way the runner runs
-  it (``Extract.process`` on Arrow batches), with its guard rails on (encoding
-  detection, HTML sniffing, title, time limit);
-* **stage (precision default)** – the stage's own defaults (``favor_precision: true``,
-  no comments), what a job gets without options.
+* **trafilatura.extract (direct)** – the library called directly with its own defaults;
+* **stage, trafilatura defaults** – ``extract`` configured like that call
+  (``favor_precision: false, include_comments: true``), run the way the runner runs it
+  (``Extract.process`` on Arrow batches) with its guard rails on: its overhead over the
+  direct call is the stage's own cost (target < 15 %);
+* **stage, extractor: X** – the stage's default options (``favor_precision: true``, no
+  comments) with each extractor of ``--extractors``; ``trafilatura`` is the reference the
+  others are compared with.
 
-Agreement with the baseline, per page:
+Quality, two ways:
 
-* *exact*: identical text (two empty outputs agree);
-* *similar*: token-level F1 >= 0.9, where F1 = 2 |A ∩ B| / (|A| + |B|) over the
-  multisets of whitespace tokens of the two outputs (1.0 when both are empty).
+* against ground truth, with ``--truth FILE``: trafilatura's evaluation set
+  (``tests/evaldata.json`` in adbar/trafilatura: per page, snippets the main text must
+  contain and snippets it must not). Each snippet is a true positive (wanted, found), a
+  false negative (wanted, missing), a false positive (unwanted, found); precision, recall
+  and F1 are over all snippets of all pages that have an entry (micro-averaged);
+* agreement with the reference extractor, per page: *exact* (identical text; two empty
+  outputs agree) and *similar* (token F1 >= 0.9, F1 = 2 |A ∩ B| / (|A| + |B|) over the
+  multisets of whitespace tokens, 1.0 when both are empty).
 
-Time per page: CPU time of this process (``time.process_time``); each chunk of pages is
-timed for the baseline and the stage back to back, ``--repeats`` times in alternating
-order, and the fastest run of each chunk is kept (the machine may be shared; the minimum
-is the least disturbed measurement). The stage's overhead
-is ``stage / baseline - 1`` over the same pages; the target is < 15 %.
+The held-out set is trafilatura's evaluation pages that are not among the shared ones:
+``--pages <trafilatura checkout>/tests/eval --truth <...>/tests/evaldata.json
+--skip-shared --only-truth`` (464 pages at trafilatura e90b0ef).
 
-    .venv/bin/python bench/extract_eval.py [--limit N] [--repeats 3] [--chunk 16]
+Time per page: CPU time of this process (``time.process_time``), which a shared machine
+distorts less than wall time; each chunk of pages is timed for every row back to back,
+``--repeats`` times in alternating order, and the fastest run of each chunk is kept.
+
+    .venv/bin/python bench/extract_eval.py [--truth evaldata.json] [--extractors trafilatura,cascade]
+        [--pages DIR --skip-shared --only-truth] [--limit N] [--repeats 3] [--chunk 16]
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ sys.path.insert(0, str(REPO))
 import argparse  # noqa: E402
 import collections  # noqa: E402
 import gzip  # noqa: E402
+import json  # noqa: E402
 import os  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
@@ -47,6 +59,7 @@ import time  # noqa: E402
 import trafilatura  # noqa: E402
 
 from datapipe.schema import make_batch  # noqa: E402
+from stages._extractors import EXTRACTORS  # noqa: E402
 from stages.extract import Extract, ExtractConfig  # noqa: E402
 
 
@@ -54,12 +67,51 @@ def shared_dir() -> Path:
     return Path(os.environ.get("DATAPIPE_SHARED", REPO.parent / "shared")).resolve()
 
 
-def load_pages(limit: int | None) -> list[tuple[str, bytes]]:
-    folder = shared_dir() / "corpora" / "web" / "html"
-    files = sorted(folder.glob("*.gz"))       # *.html.gz, and one page saved as plain .gz
+def _page_name(p: Path) -> str:
+    """The page's name without a ``.gz`` suffix (the key in trafilatura's evaluation set)."""
+    return p.name[:-3] if p.name.endswith(".gz") else p.name
+
+
+def load_pages(folder: Path, limit: int | None, *, skip_shared: bool, truth: dict | None,
+               only_truth: bool) -> list[tuple[str, bytes]]:
+    files = sorted(p for p in folder.iterdir() if p.name.endswith((".html", ".htm", ".gz")))
     if not files:
-        sys.exit(f"no pages under {folder}: set DATAPIPE_SHARED to the shared data folder")
-    return [(p.name, gzip.decompress(p.read_bytes())) for p in files[:limit]]
+        sys.exit(f"no pages under {folder}: set DATAPIPE_SHARED to the shared data folder or pass --pages")
+    if skip_shared:
+        shared = {_page_name(p) for p in (shared_dir() / "corpora" / "web" / "html").iterdir()}
+        files = [p for p in files if _page_name(p) not in shared]
+    if only_truth:
+        files = [p for p in files if _page_name(p) in (truth or {})]
+    files = files[:limit]
+    return [(_page_name(p), gzip.decompress(p.read_bytes()) if p.name.endswith(".gz") else p.read_bytes())
+            for p in files]
+
+
+def load_truth(path: str | None) -> dict | None:
+    """``{page file name: {"with": [...], "without": [...]}}`` from trafilatura's evaldata.json."""
+    if not path:
+        return None
+    data = json.loads(Path(path).read_text(encoding="utf-8"))
+    return {v["file"]: v for v in data.values() if isinstance(v, dict) and "file" in v}
+
+
+def truth_scores(names: list[str], outs: list[str | None], truth: dict) -> tuple[float, float, float, int]:
+    """(precision, recall, F1, pages scored) over the snippets of the pages that have an entry."""
+    tp = fn = fp = pages = 0
+    for name, out in zip(names, outs):
+        entry = truth.get(name)
+        if entry is None:
+            continue
+        pages += 1
+        out = out or ""
+        found = [s in out for s in entry.get("with", [])]
+        tp += sum(found)
+        fn += len(found) - sum(found)
+        fp += sum(s in out for s in entry.get("without", []))
+    precision = tp / (tp + fp) if tp + fp else 0.0
+    recall = tp / (tp + fn) if tp + fn else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1, pages
 
 
 def token_f1(a: str | None, b: str | None) -> float:
@@ -70,26 +122,29 @@ def token_f1(a: str | None, b: str | None) -> float:
     return 2 * common / (len(ta) + len(tb))
 
 
-def run_direct(raws: list[bytes]) -> list[str | None]:
-    return [trafilatura.extract(r) for r in raws]
+def run_direct(raws: list[bytes]) -> tuple[list[str | None], int]:
+    return [trafilatura.extract(r) for r in raws], 0
 
 
-def run_stage(stage: Extract, raws: list[bytes]) -> tuple[list[str | None], list[str | None]]:
+def run_stage(stage: Extract, raws: list[bytes]) -> tuple[list[str | None], int]:
+    """The kept texts (None for a reject) and the number of cascade fallbacks."""
     batch = make_batch(source="web", ids=[f"p{i}" for i in range(len(raws))], raws=raws)
-    out, _ = stage.process(batch)
+    out, stats = stage.process(batch)
     reasons = out.column("_reject_reason").to_pylist()
     texts = [t if r is None else None for t, r in zip(out.column("text").to_pylist(), reasons)]
-    return texts, reasons
-
-
-def timed(fn, *args):
-    t0 = time.process_time()
-    res = fn(*args)
-    return time.process_time() - t0, res
+    return texts, sum(s.changes.get("cascade_fallbacks", 0) for s in stats.values())
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--pages", default=None, help="folder of pages (default: the shared corpora/web/html)")
+    ap.add_argument("--truth", default=None, help="trafilatura's tests/evaldata.json: ground truth for F1")
+    ap.add_argument("--skip-shared", action="store_true", help="leave out pages that are in the shared set (held-out)")
+    ap.add_argument("--only-truth", action="store_true", help="only pages that have a ground-truth entry")
+    ap.add_argument("--extractors", default=",".join(EXTRACTORS),
+                    help=f"comma-separated, the first is the reference (default: {','.join(EXTRACTORS)})")
+    ap.add_argument("--no-direct", action="store_true", help="leave out the direct call and the stage-overhead row")
+    ap.add_argument("--cascade-min-chars", type=int, default=ExtractConfig.cascade_min_chars)
     ap.add_argument("--limit", type=int, default=None, help="only the first N pages")
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--chunk", type=int, default=16, help="pages per Arrow batch")
@@ -97,71 +152,81 @@ def main() -> None:
 
     args = _smoke.parse(ap, {"limit": 8, "repeats": 1})
 
-    pages = load_pages(args.limit)
-    raws = [r for _, r in pages]
+    truth = load_truth(args.truth)
+    folder = Path(args.pages) if args.pages else shared_dir() / "corpora" / "web" / "html"
+    pages = load_pages(folder, args.limit, skip_shared=args.skip_shared, truth=truth, only_truth=args.only_truth)
+    names, raws = [n for n, _ in pages], [r for _, r in pages]
     n = len(raws)
-    default_stage = Extract(ExtractConfig(favor_precision=False, include_comments=True))
-    precision_stage = Extract(ExtractConfig())
-    run_direct(raws[:3]), run_stage(default_stage, raws[:3]), run_stage(precision_stage, raws[:3])  # warm up
 
-    best = {"direct": 0.0, "stage_default": 0.0, "stage_precision": 0.0}
-    outputs: dict[str, list] = {"direct": [], "stage_default": [], "stage_precision": []}
-    reasons: dict[str, list] = {"stage_default": [], "stage_precision": []}
+    runs: dict[str, tuple[str, object]] = {}   # row key -> (label, stage or None)
+    if not args.no_direct:
+        runs["direct"] = ("trafilatura.extract (direct)", None)
+        runs["stage_defaults"] = ("stage, trafilatura defaults",
+                                  Extract(ExtractConfig(favor_precision=False, include_comments=True)))
+    extractors = [e.strip() for e in args.extractors.split(",") if e.strip()]
+    for ex in extractors:
+        runs[ex] = (f"stage, extractor: {ex}", Extract(ExtractConfig(extractor=ex, cascade_min_chars=args.cascade_min_chars)))
+
+    def run(key: str, chunk: list[bytes]):
+        stage = runs[key][1]
+        return run_direct(chunk) if stage is None else run_stage(stage, chunk)
+
+    for key in runs:
+        run(key, raws[:3])   # warm up: imports, trafilatura's and jusText's caches
+
+    best = dict.fromkeys(runs, 0.0)
+    outputs: dict[str, list] = {k: [] for k in runs}
+    fallbacks = dict.fromkeys(runs, 0)
     for start in range(0, n, args.chunk):
         chunk = raws[start:start + args.chunk]
-        times = {k: [] for k in best}
+        times: dict[str, list[float]] = {k: [] for k in runs}
         for rep in range(args.repeats):
-            order = ["direct", "stage_default", "stage_precision"]
-            if rep % 2:
-                order.reverse()
-            for name in order:
-                if name == "direct":
-                    dt, res = timed(run_direct, chunk)
-                else:
-                    dt, res = timed(run_stage, default_stage if name == "stage_default" else precision_stage, chunk)
-                times[name].append(dt)
+            order = list(runs) if rep % 2 == 0 else list(reversed(runs))
+            for key in order:
+                t0 = time.process_time()
+                texts, fb = run(key, chunk)
+                times[key].append(time.process_time() - t0)
                 if rep == 0:
-                    if name == "direct":
-                        outputs[name].extend(res)
-                    else:
-                        outputs[name].extend(res[0])
-                        reasons[name].extend(res[1])
-        for k in best:
-            best[k] += min(times[k])
-        done = min(start + args.chunk, n)
-        print(f"\r{done}/{n} pages", end="", file=sys.stderr, flush=True)
+                    outputs[key].extend(texts)
+                    fallbacks[key] += fb
+        for key in runs:
+            best[key] += min(times[key])
+        print(f"\r{min(start + args.chunk, n)}/{n} pages", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
 
-    direct = outputs["direct"]
-    print(f"extract vs trafilatura.extract (defaults) on {n} pages from {shared_dir() / 'corpora/web/html'}")
-    print(f"trafilatura {trafilatura.__version__}; agreement: exact = identical text; similar = token F1 >= 0.9")
+    ref_key = extractors[0] if extractors else "direct"
+    ref = outputs[ref_key]
+    print(f"extract on {n} pages from {folder}{' (not in the shared set)' if args.skip_shared else ''}; "
+          f"trafilatura {trafilatura.__version__}; CPU time of this process, best of {args.repeats} per chunk")
+    print(f"agreement with the reference row ({runs[ref_key][0]}): exact = identical text, similar = token F1 >= 0.9")
+    if truth is not None:
+        print(f"ground truth: {args.truth} (snippet P/R/F1, micro-averaged)")
     print()
-    head = f"{'run (CPU time)':34s} {'ms/page':>8s} {'vs direct':>10s} {'exact':>7s} {'similar':>8s} {'mean F1':>8s} {'chars':>10s} {'kept':>5s}"
+    head = (f"{'row':34s} {'ms/page':>8s} {'vs ref':>7s} {'exact':>7s} {'similar':>8s} {'tokF1':>6s}"
+            f"{'  P     R     F1   ' if truth is not None else ''} {'kept':>5s} {'fallback':>8s}")
     print(head)
     print("-" * len(head))
-    chars_direct = sum(len(t or "") for t in direct)
-    print(f"{'trafilatura.extract (baseline)':34s} {best['direct'] / n * 1e3:8.2f} {'':>10s} {'':>7s} {'':>8s} {'':>8s} "
-          f"{chars_direct:10d} {sum(bool(t) for t in direct):5d}")
-    for name, label in (("stage_default", "stage, trafilatura defaults"), ("stage_precision", "stage, precision (default)")):
-        outs = outputs[name]
-        f1 = [token_f1(a, b) for a, b in zip(outs, direct)]
-        exact = sum((a or None) == (b or None) for a, b in zip(outs, direct))
-        similar = sum(x >= 0.9 for x in f1)
-        overhead = best[name] / best["direct"] - 1
-        print(f"{label:34s} {best[name] / n * 1e3:8.2f} {overhead * 100:+9.1f}% {exact / n * 100:6.1f}% "
-              f"{similar / n * 100:7.1f}% {statistics.mean(f1):8.3f} {sum(len(t or '') for t in outs):10d} "
-              f"{sum(bool(t) for t in outs):5d}")
-    print()
-    for name in reasons:
-        counts = collections.Counter(r for r in reasons[name] if r)
-        print(f"{name} rejects: {dict(counts) or 'none'}")
-    diff = [(pages[i][0], round(token_f1(a, b), 3)) for i, (a, b) in enumerate(zip(outputs['stage_default'], direct))
-            if (a or None) != (b or None)]
-    if diff:
-        print(f"stage (defaults) differs from the direct call on {len(diff)} pages, e.g. {diff[:5]}")
-    overhead = best["stage_default"] / best["direct"] - 1
-    print(f"\nstage overhead over the direct call: {overhead * 100:+.1f}% per page (target < 15%): "
-          f"{'OK' if overhead < 0.15 else 'OVER'}")
+    for key, (label, stage) in runs.items():
+        outs = outputs[key]
+        f1s = [token_f1(a, b) for a, b in zip(outs, ref)]
+        exact = sum((a or None) == (b or None) for a, b in zip(outs, ref))
+        line = (f"{label:34s} {best[key] / n * 1e3:8.2f} {best[key] / best[ref_key]:6.2f}x {exact / n * 100:6.1f}% "
+                f"{sum(x >= 0.9 for x in f1s) / n * 100:7.1f}% {statistics.mean(f1s):6.3f}")
+        if truth is not None:
+            p, r, f, _ = truth_scores(names, outs, truth)
+            line += f" {p:5.3f} {r:5.3f} {f:5.3f}"
+        fb = f"{fallbacks[key] / n * 100:7.1f}%" if key == "cascade" else ""
+        print(f"{line} {sum(bool(t) for t in outs):5d} {fb:>8s}")
+    if truth is not None:
+        print(f"\npages with ground truth: {truth_scores(names, ref, truth)[3]} of {n}")
+    if "direct" in runs:
+        diff = [(names[i], round(token_f1(a, b), 3)) for i, (a, b) in enumerate(zip(outputs["stage_defaults"], outputs["direct"]))
+                if (a or None) != (b or None)]
+        if diff:
+            print(f"stage (trafilatura defaults) differs from the direct call on {len(diff)} pages, e.g. {diff[:5]}")
+        overhead = best["stage_defaults"] / best["direct"] - 1
+        print(f"stage overhead over the direct call: {overhead * 100:+.1f}% per page (target < 15%): "
+              f"{'OK' if overhead < 0.15 else 'OVER'}")
 
 
 if __name__ == "__main__":

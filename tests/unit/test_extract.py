@@ -85,6 +85,53 @@ def test_precision_default_extracts_less_or_equal(shared_dir):
     assert 0 < lp <= ld
 
 
+def token_f1(a: str | None, b: str | None) -> float:
+    """F1 over the multisets of whitespace tokens (bench/extract_eval.py's agreement metric)."""
+    from collections import Counter
+
+    ta, tb = (a or "").split(), (b or "").split()
+    if not ta and not tb:
+        return 1.0
+    return 2 * sum((Counter(ta) & Counter(tb)).values()) / (len(ta) + len(tb))
+
+
+def test_cascade_agrees_with_trafilatura_on_real_pages(shared_dir):
+    """``extractor: cascade`` keeps the pages the reference keeps and gives text close to
+    it (token F1, bench/extract_eval.py's metric); pages whose fast pass is short are
+    extracted again in full, and the report counts them."""
+    raws = [r for _, r in pages(shared_dir, 16)]
+    ref, _ = run(Extract(), raws)
+    cas, stats = run(Extract(ExtractConfig(extractor="cascade")), raws)
+    ref_t, cas_t = ref.column("text").to_pylist(), cas.column("text").to_pylist()
+    assert reasons(cas) == reasons(ref)
+    f1 = [token_f1(a, b) for a, b in zip(cas_t, ref_t)]
+    assert min(f1) >= 0.8 and sum(f1) / len(f1) >= 0.95, f1
+    assert 1 <= stats.changes["cascade_fallbacks"] <= len(raws) // 2, stats.changes   # short pages only
+    # every page through the full second pass: the counter says so
+    _, all_fb = run(Extract(ExtractConfig(extractor="cascade", cascade_min_chars=10**9)), raws)
+    assert all_fb.changes["cascade_fallbacks"] == len(raws)
+
+
+def test_resiliparse_extractor_finds_the_main_text(shared_dir):
+    raws = [r for _, r in pages(shared_dir, 8)]
+    ref, _ = run(Extract(), raws)
+    res, stats = run(Extract(ExtractConfig(extractor="resiliparse")), raws)
+    kept = [i for i, r in enumerate(reasons(res)) if r is None]
+    assert len(kept) >= 7 and stats.changes["pages_extracted"] == len(raws)
+    f1 = [token_f1(a, b) for a, b in zip(res.column("text").to_pylist(), ref.column("text").to_pylist())]
+    assert sum(f1) / len(f1) >= 0.5, f1   # another algorithm: same content, different borders
+
+
+def test_extractor_config_errors():
+    with pytest.raises(SpecError, match=r"unknown extractor 'trafiltura'; use one of cascade, resiliparse, trafilatura"):
+        ExtractConfig(extractor="trafiltura")
+    with pytest.raises(SpecError, match="does not apply to extractor: cascade"):
+        ExtractConfig(extractor="cascade", fast=True)
+    with pytest.raises(SpecError, match="cascade_min_chars must be >= 0, got -1"):
+        ExtractConfig(extractor="cascade", cascade_min_chars=-1)
+    assert ExtractConfig(extractor="trafilatura_fast").extractor == "trafilatura_fast"
+
+
 def test_text_rows_pass_through_untouched():
     stage = Extract()
     out, stats = run(stage, [None, None, b"<html><body><article><p>" + b"Some real words here. " * 20
