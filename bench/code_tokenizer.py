@@ -77,31 +77,33 @@ def _glob(root: Path, *patterns: str) -> list[Path]:
             if p.is_file() and "site-packages" not in p.relative_to(root).parts]
 
 
-def sources() -> dict[str, tuple[list[dict], list[dict]]]:
-    """Per language: (training records, held-out records)."""
+def sources(scale: float = 1.0) -> dict[str, tuple[list[dict], list[dict]]]:
+    """Per language: (training records, held-out records); ``scale`` multiplies the budgets."""
+    budget = {k: int(v * scale) for k, v in TRAIN_BYTES.items()}
+    held = int(EVAL_BYTES * scale)
     paths = sysconfig.get_paths()
     stdlib, site, include = Path(paths["stdlib"]), Path(paths["purelib"]), Path(paths["include"])
     held_py = [p for pkg in HELDOUT_PACKAGES for p in _glob(site / pkg, "**/*.py")]
     out = {
-        "python": (_take(_glob(stdlib, "**/*.py"), TRAIN_BYTES["python"], root=stdlib.parent),
-                   _take(held_py, EVAL_BYTES, root=site)),
+        "python": (_take(_glob(stdlib, "**/*.py"), budget["python"], root=stdlib.parent),
+                   _take(held_py, held, root=site)),
         "c": (_take(_glob(site / "numpy", "**/*.h") + _glob(stdlib, "**/*.c")
-                    + [p for p in _glob(USR_INCLUDE, "**/*.h") if "c++" not in p.parts], TRAIN_BYTES["c"], root=Path("/")),
-              _take(_glob(include, "**/*.h"), EVAL_BYTES, root=include.parent)),
-        "c++": (_take(_glob(site / "torch/include/c10", "**/*.h"), TRAIN_BYTES["c++"], root=site),
-                _take(_glob(site / "torch/include/ATen/core", "**/*.h"), EVAL_BYTES, root=site)),
-        "javascript": (_take(_glob(NPM, "**/*.js"), TRAIN_BYTES["javascript"], root=NPM.parent),
+                    + [p for p in _glob(USR_INCLUDE, "**/*.h") if "c++" not in p.parts], budget["c"], root=Path("/")),
+              _take(_glob(include, "**/*.h"), held, root=include.parent)),
+        "c++": (_take(_glob(site / "torch/include/c10", "**/*.h"), budget["c++"], root=site),
+                _take(_glob(site / "torch/include/ATen/core", "**/*.h"), held, root=site)),
+        "javascript": (_take(_glob(NPM, "**/*.js"), budget["javascript"], root=NPM.parent),
                        _take([p for p in _glob(site, "*/**/*.js") if "/build/" not in str(p)
-                              and "node_modules" not in str(p)], EVAL_BYTES, root=site)),
+                              and "node_modules" not in str(p)], held, root=site)),
     }
     return {lang: (tr, ev) for lang, (tr, ev) in out.items() if ev}
 
 
-def build(out: Path) -> dict[str, dict[str, int]]:
+def build(out: Path, scale: float = 1.0) -> dict[str, dict[str, int]]:
     out.mkdir(parents=True, exist_ok=True)
     summary = {}
     with open(out / "train.jsonl", "w", encoding="utf-8") as ft, open(out / "eval.jsonl", "w", encoding="utf-8") as fe:
-        for lang, (train, held) in sources().items():
+        for lang, (train, held) in sources(scale).items():
             for fh, rows in ((ft, train), (fe, held)):
                 for r in rows:
                     fh.write(json.dumps({"text": r["text"], "language": lang, "path": r["path"]},
@@ -119,13 +121,19 @@ if __name__ == "__main__":
     import argparse
 
     sys.path.insert(0, str(REPO))
+    sys.path.insert(0, str(REPO / "bench"))
+    import _smoke
+
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("out", help="folder for train.jsonl, eval.jsonl and eval/")
+    ap.add_argument("out", nargs="?", help="folder for train.jsonl, eval.jsonl and eval/")
     ap.add_argument("--train", metavar="DIR", help="train the code tokenizer into DIR and evaluate it")
     ap.add_argument("--vocab-size", type=int, default=16384)
-    args = ap.parse_args()
+    ap.add_argument("--scale", type=float, default=1.0, help="multiply the per-language byte budgets")
+    args = _smoke.parse(ap, {"out": "<tmp>", "train": "<tmp>", "vocab_size": 512, "scale": 0.01})
+    if not args.out:
+        ap.error("give the output folder")
     out = Path(args.out)
-    print(json.dumps(build(out), indent=1))
+    print(json.dumps(build(out, args.scale), indent=1))
     if args.train:
         from datapipe.cli import main as datapipe
 
