@@ -207,17 +207,32 @@ def _fits(w: np.ndarray, src: Sources, samples: int) -> np.ndarray:
 # ------------------------------------------------------------------ the fit
 
 
-def features(w: np.ndarray, min_weight: float) -> np.ndarray:
-    """Weights and their logs (the log terms let the fit bend as a source nears zero)."""
-    w = np.atleast_2d(w)
-    return np.concatenate([w, np.log(np.maximum(w, min_weight))], axis=1)
+def _log(w: np.ndarray, min_weight: float) -> np.ndarray:
+    return np.log(np.maximum(w, min_weight))
+
+
+# Feature sets the fit chooses from by leave-one-out error (each with an intercept): the log
+# terms bend as a source nears zero (loss falling as a power of the source's share), the
+# squares give an interior optimum for a smooth bowl; which one describes the proxies better
+# is measured, not assumed.
+FEATURES = {
+    "w, log w": lambda w, mw: np.concatenate([w, _log(w, mw)], axis=1),
+    "w, w^2": lambda w, mw: np.concatenate([w, w * w], axis=1),
+    "log w": lambda w, mw: _log(w, mw),
+}
+
+
+def features(w: np.ndarray, min_weight: float, kind: str = "w, log w") -> np.ndarray:
+    return FEATURES[kind](np.atleast_2d(w), min_weight)
 
 
 @dataclass(kw_only=True, frozen=True)
 class Fit:
-    """Ridge regression from features to the target, standardised, alpha chosen by
-    leave-one-out error (closed form: residual / (1 - leverage))."""
+    """Ridge regression from features of the weights to the target, standardised; the
+    feature set and the ridge alpha are those of the smallest leave-one-out error (closed
+    form: residual / (1 - leverage))."""
 
+    kind: str
     mean: np.ndarray
     scale: np.ndarray
     coef: np.ndarray
@@ -231,7 +246,7 @@ class Fit:
     min_weight: float
 
     def predict(self, w: np.ndarray) -> np.ndarray:
-        x = (features(w, self.min_weight) - self.mean) / self.scale
+        x = (features(w, self.min_weight, self.kind) - self.mean) / self.scale
         return x @ self.coef + self.intercept
 
 
@@ -263,20 +278,22 @@ def spearman(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def fit(w: np.ndarray, y: np.ndarray, min_weight: float) -> Fit:
-    f = features(w, min_weight)
-    mean, scale = f.mean(axis=0), f.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    x = (f - mean) / scale
+    """The feature set and ridge alpha with the smallest leave-one-out RMSE (ties: the first)."""
     best = None
-    for alpha in RIDGE_ALPHAS:
-        coef, ym, loo = _ridge(x, y, alpha)
-        rmse = float(np.sqrt(np.mean((loo - y) ** 2)))
-        if best is None or rmse < best[0] - 1e-12:
-            best = (rmse, alpha, coef, ym, loo)
-    rmse, alpha, coef, ym, loo = best
-    return Fit(mean=mean, scale=scale, coef=coef, intercept=ym, alpha=alpha, loo_pred=loo, loo_rmse=rmse,
-               loo_mae=float(np.mean(np.abs(loo - y))), loo_spearman=spearman(loo, y), target_std=float(y.std()),
-               min_weight=min_weight)
+    for kind in FEATURES:
+        f = features(w, min_weight, kind)
+        mean, scale = f.mean(axis=0), f.std(axis=0)
+        scale = np.where(scale > 0, scale, 1.0)
+        x = (f - mean) / scale
+        for alpha in RIDGE_ALPHAS:
+            coef, ym, loo = _ridge(x, y, alpha)
+            rmse = float(np.sqrt(np.mean((loo - y) ** 2)))
+            if best is None or rmse < best[0] - 1e-12:
+                best = (rmse, kind, mean, scale, alpha, coef, ym, loo)
+    rmse, kind, mean, scale, alpha, coef, ym, loo = best
+    return Fit(kind=kind, mean=mean, scale=scale, coef=coef, intercept=ym, alpha=alpha, loo_pred=loo,
+               loo_rmse=rmse, loo_mae=float(np.mean(np.abs(loo - y))), loo_spearman=spearman(loo, y),
+               target_std=float(y.std()), min_weight=min_weight)
 
 
 def choose(src: Sources, cfg: SearchConfig, model: Fit) -> np.ndarray:
@@ -390,7 +407,9 @@ def run_unit(folder: str, key: str, names: Sequence[str], target: str, threads: 
     val = {n: float(last["val_loss"][n]) for n in names}
     result = {"key": key, "steps": int(last["step"]), "train_loss": float(last["loss"]), "val_loss": val,
               "target": target_value(val, target)}
-    fs.write_bytes(str(folder_p / "result.json"), (json.dumps(result, indent=1, sort_keys=True) + "\n").encode())
+    text = json.dumps(result, indent=1, sort_keys=True) + "\n"
+    fs.write_bytes(str(folder_p / "result.json"), text.encode())
+    result = json.loads(text)   # exactly what a later run reads back (key order, float round trip)
     result["seconds"] = time.monotonic() - t0
     return result
 
@@ -462,7 +481,7 @@ def search(cfg: SearchConfig, *, echo: Any = print) -> dict:
     res = run_units(src, cfg, proxies, echo=echo)
     y = np.array([r["target"] for r in res])
     model = fit(weights, y, cfg.min_weight)
-    echo(f"fit: ridge alpha {model.alpha:g}, leave-one-out RMSE {model.loo_rmse:.4f} (MAE {model.loo_mae:.4f}, "
+    echo(f"fit: ridge on {model.kind}, alpha {model.alpha:g}, leave-one-out RMSE {model.loo_rmse:.4f} (MAE {model.loo_mae:.4f}, "
          f"Spearman {model.loo_spearman:.2f}) against a spread of {model.target_std:.4f} across proxies")
     chosen = choose(src, cfg, model)
     mixes = {"chosen": chosen, "natural": tidy(src.natural, cfg.min_weight)[0],
@@ -488,7 +507,7 @@ def search(cfg: SearchConfig, *, echo: Any = print) -> dict:
         "proxies": [{"proxy": u.name, "weights": _weights_doc(names, u.weights), "val_loss": r["val_loss"],
                      "target": r["target"], "loo_predicted": float(p)}
                     for u, r, p in zip(proxies, res, model.loo_pred)],
-        "fit": {"model": "ridge on weights and log weights, standardised", "alpha": model.alpha,
+        "fit": {"model": f"ridge on {model.kind} (standardised)", "alpha": model.alpha,
                 "loo_rmse": model.loo_rmse, "loo_mae": model.loo_mae, "loo_spearman": model.loo_spearman,
                 "target_std_across_proxies": model.target_std},
         "compare": compare, "verdict": verdict(compare),
@@ -559,7 +578,8 @@ def justification(summary: dict, names: Sequence[str]) -> str:
         lines.append(f"| {p['proxy']} | " + " | ".join(f"{p['weights'][n]:.3f}" for n in names)
                      + f" | {p['target']:.4f} | {p['loo_predicted']:.4f} |")
     lines += ["", "## Fit", "",
-              f"{f['model']}; ridge alpha {f['alpha']:g} (chosen by leave-one-out error). Leave-one-out RMSE "
+              f"{f['model']}, alpha {f['alpha']:g} (feature set and alpha chosen by leave-one-out error among "
+              f"{', '.join(FEATURES)}). Leave-one-out RMSE "
               f"{f['loo_rmse']:.4f}, MAE {f['loo_mae']:.4f}, Spearman {f['loo_spearman']:.2f}; the target's "
               f"standard deviation across proxies is {f['target_std_across_proxies']:.4f}.", "",
               "## Comparison (trained fresh)", "",
