@@ -553,7 +553,8 @@ class MixPlan:
                     json.dumps(m.content_key(), sort_keys=True).encode(), digest_size=16).hexdigest()}
                     for n, t, m in zip(self.names, self.train_tokens, self.manifests)],
                 "segments": [{"phase": g.phase, "start": g.start, "end": g.end, "weights": named(g.weights),
-                              "from": None if g.ramp_from is None else named(g.ramp_from)} for g in self.segments]}
+                              "from": None if g.ramp_from is None else named(g.ramp_from)}
+                             for g in self.static_segments]}   # an adaptive history travels apart from it
 
     def prefix_problem(self, old: dict[str, Any], n: int) -> str | None:
         """Why this plan would serve any of samples ``[0, n)`` differently from the plan

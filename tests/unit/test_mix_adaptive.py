@@ -150,3 +150,19 @@ def test_mix_plot_draws_the_weights_as_they_moved(shards, tmp_path):
     assert mix_main(["plot", str(mix), "-o", str(tmp_path / "moved.png"), "--metrics", str(metrics)]) == 0
     static, moved = (np.asarray(Image.open(tmp_path / f"{n}.png").convert("RGB"))[:300] for n in ("static", "moved"))
     assert not np.array_equal(static, moved)    # the weight panel steps at the updates
+
+
+def test_an_edited_policy_resumes_with_the_history_so_far(shards, tmp_path):
+    mix = write_adaptive(tmp_path / "e.yaml", shards, {"every": 4, "signal": "train", "eta": 1.0})
+    run = _loader(mix)
+    for step in range(1, 7):
+        next(run)
+        if step == 4:
+            run.apply_update(_entry(run, 4, (200, 200, 600)))
+    state = run.state_dict()
+    write_adaptive(mix, shards, {"every": 4, "signal": "train", "eta": 3.0})   # the user edits eta mid-run
+    resumed = _loader(mix)
+    assert resumed.plan.plan_hash != run.plan.plan_hash
+    resumed.load_state_dict(state)
+    assert [c["at"] for c in resumed.mix_changes] == [6 * G] and [h["step"] for h in resumed.plan.history] == [4]
+    assert np.array_equal(next(resumed)["input_ids"].numpy(), next(run)["input_ids"].numpy())
