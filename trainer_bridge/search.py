@@ -436,6 +436,8 @@ def run_units(src: Sources, cfg: SearchConfig, units: Sequence[Unit], *, echo: A
     args = [(str(u.folder), key, src.names, cfg.target, cfg.cpus_per_unit) for _, u, key in todo]
     if cfg.ray:
         outs = _run_ray(cfg, args)
+        for (_, u, _), r in zip(todo, outs):
+            echo(f"{u.name}: {cfg.target} {r['target']:.4f} ({r['seconds']:.0f} s, a Ray task)")
     else:
         with ThreadPoolExecutor(max_workers=cfg.parallel) as pool:
             futures = [pool.submit(run_unit, *a) for a in args]
