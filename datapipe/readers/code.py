@@ -50,7 +50,8 @@ of a repository become one document, each file after the files it imports (``ord
 imports``, :mod:`datapipe.readers.code_deps`: Python, JS/TS, Go; path order for the rest
 and for ties) or in path order (``order: path``). ``format: starcoder2`` writes
 StarCoder2's ``<repo_name>name<file_sep>path\ncontent<file_sep>path\ncontent...`` (the
-separators are special tokens of a code tokenizer); ``format: header`` (the default) puts
+separators are special tokens of a code tokenizer; a file whose text or path holds one is a
+``read:separator`` reject); ``format: header`` (the default) puts
 ``header`` (its ``{path}`` filled in) before each file and ``separator`` between them. The
 document's ``language`` is the language with the most bytes, ``path`` null, ``size`` the sum. A repository is then read by one
 task; the texts it holds are bounded by ``limits.expanded_bytes`` (default
@@ -819,6 +820,8 @@ class CodeReader(Reader):
         groups: dict[str | None, _Group] = {}
         rejected: list[_Row] = []
         for r in rows:
+            if r.reason is None and starcoder2:
+                r = self._no_separator(r)
             if r.reason is not None:
                 rejected.append(r)
                 continue
@@ -848,6 +851,18 @@ class CodeReader(Reader):
                                                   f"{g.nbytes} bytes > max_doc_bytes ({self.max_doc_bytes})")
         return self._reject(doc, "expansion_limit", f"repository {first.repo}: {g.files} files make a document of "
                                                     f"{g.nbytes} bytes > limits.expanded_bytes ({budget})")
+
+    def _no_separator(self, r: _Row) -> _Row:
+        """``format: starcoder2``: a file whose text or path holds ``<repo_name>`` or
+        ``<file_sep>`` is a ``read:separator`` reject (the separators in a repository
+        document are then only ever structure, which ``tokenize``'s ``structure:`` relies on)."""
+        for where, value in (("path", r.path or ""), ("text", r.text or "")):
+            for token in (REPO_NAME, FILE_SEP):
+                at = value.find(token)
+                if at >= 0:
+                    return self._reject(r, "separator", f"{r.repo}/{r.path}: its {where} holds {token} at "
+                                                        f"character {at}")
+        return r
 
     def _ordered(self, rows: list[_Row]) -> list[_Row]:
         """A repository's kept files in path order, or (``order: imports``) each after the

@@ -211,3 +211,46 @@ def test_decontaminate_cut_leaves_the_rest_of_the_code_as_written(tmp_path):
         if path != "json/encoder.py":
             assert files[path] == content, path
     assert "    def default(self, o):\n" in files["json/encoder.py"]
+
+
+SENTINELS = ["<fim_prefix>", "<fim_middle>", "<fim_suffix>", "<fim_pad>", "<repo_name>", "<file_sep>"]
+
+
+def code_tokenizer(shared_dir: Path, out: Path) -> Path:
+    """GPT-NeoX's real tokenizer with StarCoder2's sentinels added as special tokens."""
+    from tokenizers import AddedToken, Tokenizer
+
+    tok = Tokenizer.from_file(str(shared_dir / "tokenizers" / "gpt-neox-20b.tokenizer.json"))
+    tok.add_special_tokens([AddedToken(s, special=True, normalized=False) for s in SENTINELS])
+    out.mkdir(parents=True, exist_ok=True)
+    tok.save(str(out / "tokenizer.json"))
+    return out / "tokenizer.json"
+
+
+def test_separators_are_one_special_token_each_and_a_file_holding_one_is_a_reject(tmp_path, shared_dir):
+    import pyarrow as pa
+
+    from stages.tokenize.stage import Tokenize, TokenizeConfig
+
+    repo = _repository(tmp_path / "in")
+    (repo / "service" / "prompts.py").write_text('SEP = "<file_sep>"  # StarCoder2\'s file separator\n')
+    rows = _read(tmp_path / "in", format="starcoder2")
+    [doc] = [r for r in rows if r["_reject_reason"] is None]
+    [bad] = [r for r in rows if r["_reject_reason"] is not None]
+    assert bad["_reject_reason"] == "read:separator" and bad["path"] == "service/prompts.py"
+    assert "holds <file_sep> at character 7" in bad["_reject_detail"]
+    n_files = len(_files(doc["text"]))
+    path = code_tokenizer(shared_dir, tmp_path / "tok")
+    stage = Tokenize(TokenizeConfig(tokenizer=str(path), structure={"code": ["<repo_name>", "<file_sep>"]}))
+    stage.setup()
+    text = "A post quoting <file_sep> and <repo_name> as text."
+    out = stage.annotate(pa.table({"source": ["code", "web"], "text": [doc["text"], text]}))
+    ids, web = out["tokens"].to_pylist()
+    sep, name = stage._tok.token_to_id("<file_sep>"), stage._tok.token_to_id("<repo_name>")
+    assert ids[0] == name and ids.count(name) == 1 and ids.count(sep) == n_files
+    assert stage._tok.decode(ids, skip_special_tokens=False) == doc["text"]
+    assert sep not in web and name not in web and stage._tok.decode(web) == text
+    # a tokenizer without the separators is refused in one line naming the fix
+    with pytest.raises(SpecError, match="not special tokens.*--preset code"):
+        Tokenize(TokenizeConfig(tokenizer=str(shared_dir / "tokenizers" / "gpt-neox-20b.tokenizer.json"),
+                                structure={"code": ["<file_sep>"]})).setup()
