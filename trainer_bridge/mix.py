@@ -275,6 +275,7 @@ class PlanReport:
     warnings: tuple[str, ...]
     phases: tuple[PhasePlan, ...] = ()
     validation: tuple[tuple[str, int, int], ...] = ()   # (source, held-out tokens, documents)
+    adaptive: str = ""   # the adaptive: policy in words (the weights above are where it starts)
 
     @staticmethod
     def _table(head: list[str], body: list[list[str]]) -> list[str]:
@@ -294,6 +295,8 @@ class PlanReport:
                  f"{self.token_budget:,} = {self.samples:,} samples"]
         lines += self._table(head, body)
         lines += [f"warning: {w}" for w in self.warnings]
+        if self.adaptive:
+            lines.append(f"adaptive: {self.adaptive}")
         for v_name, v_tokens, v_docs in self.validation:
             lines.append(f"validation: {v_name}: last {v_docs:,} documents ({v_tokens:,} tokens) held out")
         for ph in self.phases:
@@ -323,7 +326,8 @@ class PlanReport:
                 "sources": [row(r) for r in self.rows],
                 "phases": [{"name": p.name, "start": p.start, "end": p.end, "transition_end": p.transition_end,
                             "warnings": list(p.warnings), "sources": [row(r) for r in p.rows]} for p in self.phases],
-                "validation": [{"source": n, "tokens": t, "documents": d} for n, t, d in self.validation]}
+                "validation": [{"source": n, "tokens": t, "documents": d} for n, t, d in self.validation],
+                **({"adaptive": self.adaptive} if self.adaptive else {})}
 
 
 def _segments(spec: MixSpec, names: Sequence[str]) -> list[Segment]:
@@ -378,6 +382,17 @@ def _fim_transform(spec: MixSpec, manifests: Sequence[SourceManifest], names: Se
         raise SpecError(f"{where}: fim: the sources' manifests record different sentinel ids ({sorted(ids)}); "
                         "re-tokenise them with one tokenizer")
     return FimTransform(spec.fim, seed=spec.seed, names=names, ids=ids.pop(), eos_id=eos_id)
+
+
+def _adaptive_words(spec: MixSpec) -> str:
+    a = spec.adaptive
+    if a is None:
+        return ""
+    bounds = "".join(f"; {k} " + ", ".join(f"{n} {w:g}" for n, w in v.items())
+                     for k, v in (("floors", a.floors), ("ceilings", a.ceilings)) if v)
+    return (f"every {a.every} steps the weights move by {a.rule} (eta {a.eta:g}, smoothing {a.smoothing:g}{bounds}) "
+            f"from the per-source {a.signal} loss, on a grid of 1/{a.grid}; the weights above are where it starts "
+            "(docs/mixes.md: Adaptive schedules)")
 
 
 def _frac(w: Fraction) -> str:
@@ -788,7 +803,7 @@ class MixPlan:
                                for i, nm in enumerate(self.names))
         return PlanReport(name=self.spec.name, plan_hash=self.plan_hash, seq_len=self.seq_len, seed=self.seed,
                           token_budget=self.spec.token_budget, samples=n, rows=tuple(rows), warnings=tuple(warnings),
-                          phases=tuple(phases), validation=validation)
+                          phases=tuple(phases), validation=validation, adaptive=_adaptive_words(self.spec))
 
 
 def _load_source_manifest(uri: str) -> SourceManifest:

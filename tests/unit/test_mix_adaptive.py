@@ -17,7 +17,7 @@ from shard_helper import write_text_sources
 from datapipe.errors import SpecError
 from trainer_bridge.adaptive import AdaptiveSpec, history_entry, next_weights
 from trainer_bridge.loader import LoaderConfig, MixLoader
-from trainer_bridge.mix import load_mix, resolve_mix
+from trainer_bridge.mix import load_mix, plan_mix, resolve_mix
 
 SEQ, G = 32, 8
 NAMES = ("wiki", "books", "news")
@@ -161,6 +161,7 @@ def test_an_edited_policy_resumes_with_the_history_so_far(shards, tmp_path):
             run.apply_update(_entry(run, 4, (200, 200, 600)))
     state = run.state_dict()
     write_adaptive(mix, shards, {"every": 4, "signal": "train", "eta": 3.0})   # the user edits eta mid-run
+    assert "adaptive: every 4 steps the weights move by exp_gradient (eta 3" in plan_mix(mix).format()
     resumed = _loader(mix)
     assert resumed.plan.plan_hash != run.plan.plan_hash
     resumed.load_state_dict(state)
