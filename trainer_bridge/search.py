@@ -619,12 +619,13 @@ def plot_search(summary: dict, out: Path) -> Path:
     top.dots(list(zip(ys, ps)), "#1f77b4", r=4)
     bottom = _Panel(d, font, PANEL_H, (-0.5, len(comp) - 0.5), rng_,
                     "trained fresh: measured per seed (dots), predicted (ring)", "", summary["target"])
+    d.rectangle([bottom.x0 - 20, bottom.y1 + 2, bottom.x1 + 20, bottom.y1 + 20], fill="white")  # no numeric x ticks
     colors = ["#d62728", "#2ca02c", "#ff7f0e", "#9467bd"]
     for i, c in enumerate(comp):
         bottom.dots([(i, v) for v in c["measured"]], colors[i % len(colors)], r=4)
         cx, cy = bottom.px(i), bottom.py(c["predicted"])
         d.ellipse([cx - 7, cy - 7, cx + 7, cy + 7], outline="black", width=2)
-        d.text((cx, bottom.y1 + 22), c["mix"], fill="black", font=font, anchor="mt")
+        d.text((cx, bottom.y1 + 8), c["mix"], fill="black", font=font, anchor="mt")
     out.parent.mkdir(parents=True, exist_ok=True)
     img.save(out, optimize=True)
     return out
