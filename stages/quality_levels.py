@@ -156,14 +156,18 @@ class QualityLevels(GlobalStage):
 
 def percentile_ranks(v: np.ndarray) -> np.ndarray:
     """Each value's mean rank among ``v`` (ties share the mean of their ranks) scaled to
-    [0, 1]: 0 the lowest, 1 the highest; 0.5 for a single value."""
+    [0, 1]: 0 the lowest, 1 the highest; 0.5 for a single value. One sort."""
     n = len(v)
     if n <= 1:
         return np.full(n, 0.5)
-    s = np.sort(v, kind="stable")
-    lo = np.searchsorted(s, v, side="left")
-    hi = np.searchsorted(s, v, side="right")
-    return (lo + hi - 1) / 2 / (n - 1)
+    order = np.argsort(v, kind="stable")
+    s = v[order]
+    start = np.flatnonzero(np.r_[True, s[1:] != s[:-1]])          # first position of each run of ties
+    end = np.r_[start[1:], n]
+    mean_rank = (start + end - 1) / 2 / (n - 1)
+    out = np.empty(n, np.float64)
+    out[order] = np.repeat(mean_rank, end - start)
+    return out
 
 
 def assign_levels(t: pa.Table, *, levels: int, scores: list[str], columns: list[str], weights: list[float],
@@ -176,9 +180,11 @@ def assign_levels(t: pa.Table, *, levels: int, scores: list[str], columns: list[
         return DECISIONS.empty_table()
     out = []
     groups = t.column("group").combine_chunks()
-    for g in sorted(pc.unique(groups).to_pylist()):
-        out.append(_one_group(t.filter(pc.equal(groups, g)), g, levels=levels, scores=scores, columns=columns,
-                              weights=weights, lower=lower, missing=missing))
+    names = sorted(pc.unique(groups).to_pylist())
+    for g in names:
+        part = t if len(names) == 1 else t.filter(pc.equal(groups, g))
+        out.append(_one_group(part, g, levels=levels, scores=scores, columns=columns, weights=weights,
+                              lower=lower, missing=missing))
     return pa.concat_tables(out)
 
 
@@ -215,13 +221,16 @@ def _one_group(t: pa.Table, group: str, *, levels: int, scores: list[str], colum
             key = (ranks * w).sum(axis=1) / w.sum()
             report_key = key
         sort_key = np.where(np.isnan(key), -np.inf, key)
-        # rank by (key, id hash, split, row): the last two only part a (vanishingly rare) hash collision
-        order = np.lexsort((row, _split_codes(split), idh.view(np.uint64), sort_key))
+        uidh = idh.view(np.uint64)
+        order = np.lexsort((uidh, sort_key))   # rank by (key, id hash)
+        k, u = sort_key[order], uidh[order]
+        if np.any((k[1:] == k[:-1]) & (u[1:] == u[:-1])):   # a (vanishingly rare) hash collision at a tie
+            order = np.lexsort((row, _split_codes(split), uidh, sort_key))
         level = np.empty(n, np.int64)
         level[order] = np.arange(n, dtype=np.int64) * levels // n
         parts.append(pa.table({"_split": split, "_row": pa.array(row), "reason": pa.nulls(n, pa.string()),
                                "detail": pa.nulls(n, pa.string()), LEVEL: pa.array(level.astype(np.int32)),
-                               "group": pa.array([group] * n, pa.string()),
+                               "group": pa.repeat(group, n),
                                "key": pa.array(report_key, pa.float64(), mask=np.isnan(report_key))},
                               schema=DECISIONS))
     return pa.concat_tables(parts) if parts else DECISIONS.empty_table()
@@ -229,8 +238,8 @@ def _one_group(t: pa.Table, group: str, *, levels: int, scores: list[str], colum
 
 def _split_codes(split: pa.Array) -> np.ndarray:
     """Split keys as integers in their sorted order (for a lexsort)."""
-    uniq = sorted(set(split.to_pylist()))
-    return pc.index_in(split, value_set=pa.array(uniq, pa.string())).to_numpy(zero_copy_only=False)
+    uniq = pc.unique(split).sort()
+    return pc.index_in(split, value_set=uniq).to_numpy(zero_copy_only=False)
 
 
 def level_summary(t: pa.Table, *, levels: int, per: str, scores: Mapping[str, str], missing: str

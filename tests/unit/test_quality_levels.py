@@ -143,3 +143,19 @@ def test_sample_levels_mix_file(repo_dir):
     assert {n for n, w in anneal.weights.items() if w and "@q" in n} == {"web@q4", "news@q4"}
     job = (repo_dir / "jobs" / "sample_levels.yaml").read_text()
     assert "by_level: true" in job and "output: ../runs/sample-levels" in job
+
+
+def test_id_hash_collisions_at_a_tie_are_parted_by_read_position():
+    n = 10
+    side = pa.table({"idh": pa.array([7] * n, pa.int64()), "group": ["web"] * n,
+                     "_split": [f"{i % 3:05d}" for i in range(n)], "_row": pa.array([i // 3 for i in range(n)], pa.int64()),
+                     "s0": pa.array([0.5] * n, pa.float64())})
+    kw = dict(levels=2, scores=["s0"], columns=["quality_score"], weights=[1.0], lower=[False], missing="drop")
+
+    def levels(t):
+        return {(r["_split"], r["_row"]): r[LEVEL] for r in assign_levels(t, **kw).to_pylist()}
+
+    one = levels(side)
+    assert sorted(one.values()) == [0] * 5 + [1] * 5
+    assert levels(side.take(pa.array(np.random.default_rng(0).permutation(n)))) == one
+    assert [one[(f"{i % 3:05d}", i // 3)] for i in sorted(range(n), key=lambda i: (i % 3, i // 3))] == [0] * 5 + [1] * 5
