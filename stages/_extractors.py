@@ -2,9 +2,9 @@
 
 Each extractor is a function ``(page, url, config) -> (text or None, fell_back)`` over a
 decoded page (``str``); ``fell_back`` says that ``cascade`` ran its second, full pass (the
-stage counts those pages as ``cascade_fallbacks`` in the job report). The stage does the byte-level work (size limit, binary sniffing, encoding,
-title, time limit) before any of them runs, so they differ only in how they find the
-main content.
+stage counts those pages as ``cascade_fallbacks`` in the job report). The stage does the
+byte-level work (size limit, binary sniffing, encoding, title, time limit) before any of
+them runs, so they differ only in how they find the main content.
 
 * ``trafilatura`` – ``trafilatura.extract`` with the stage's options: the reference, and
   the default.
@@ -13,8 +13,9 @@ main content.
 * ``cascade`` – parse the page with lexbor (selectolax), drop the elements trafilatura
   deletes anyway before it looks for content (scripts, styles, navigation, forms, media,
   ...: :data:`PRESTRIP`), run trafilatura's fast mode on the smaller page, and run the
-  full trafilatura (with its fallback comparison) on that page only when the fast output
-  looks like a failure: ``cascade_min_chars`` characters or fewer. The fallback comparison mostly
+  reference (the full trafilatura, with its fallback comparison, on the original page)
+  only when the fast output looks like a failure: ``cascade_min_chars`` characters or
+  fewer. Where it falls back, its text is the reference's. The fallback comparison mostly
   rescues short or empty extractions, so this keeps the reference's quality where it
   matters and pays for the comparison on a minority of pages (docs/filters.md has the
   measured share, quality and CPU).
@@ -79,7 +80,7 @@ def _cascade(page: str, url: str | None, config) -> tuple[str | None, bool]:
     if text is not None and len(text) > config.cascade_min_chars:
         return text, False
     kwargs["fast"] = False
-    return trafilatura.extract(small, url=url, **kwargs), True
+    return trafilatura.extract(page, url=url, **kwargs), True
 
 
 def _resiliparse(page: str, url: str | None, config) -> tuple[str | None, bool]:
