@@ -254,12 +254,20 @@ def documents_folder(shards_uri: str, manifest: Path, local_root: Path) -> str:
     rel = manifest.parent.relative_to(local_root)
     source_uri = fs.join(shards_uri, *rel.parts) if rel.parts else shards_uri.rstrip("/")
     output = fs.parent(fs.parent(source_uri))
-    return fs.join(output, "documents", fs.basename(source_uri))
+    return fs.join(output, "documents", _level_of(fs.basename(source_uri))[0])
 
 
-def _ids_of_split(folder: Path, split: str, seed: int) -> list[tuple[str, int]] | None:
+def _level_of(name: str) -> tuple[str, int | None]:
+    """A shard set's source and quality level: ``web@q4`` -> ``("web", 4)``, ``web`` ->
+    ``("web", None)`` (``tokenize``'s ``by_level``)."""
+    base, sep, level = name.rpartition(fmt.LEVEL_SEP)
+    return (base, int(level)) if sep and base and level.isdigit() else (name, None)
+
+
+def _ids_of_split(folder: Path, split: str, seed: int, level: int | None = None) -> list[tuple[str, int]] | None:
     """``(id, num_tokens)`` of the split's documents in shard order, read from the
-    documents output's ``part-<split>`` file (Parquet or JSONL); None when there is none."""
+    documents output's ``part-<split>`` file (Parquet or JSONL); None when there is none.
+    ``level``: only the documents of that ``quality_level`` (a ``web@q4`` shard set)."""
     files = sorted(folder.glob(f"part-{split}.*")) if folder.is_dir() else []
     if not files:
         return None
@@ -267,8 +275,10 @@ def _ids_of_split(folder: Path, split: str, seed: int) -> list[tuple[str, int]] 
     if path.suffix == ".parquet":
         import pyarrow.parquet as pq
 
-        t = pq.read_table(path, columns=["id", "num_tokens"])
-        rows = list(zip(t.column("id").to_pylist(), t.column("num_tokens").to_pylist()))
+        t = pq.read_table(path, columns=["id", "num_tokens"] + (["quality_level"] if level is not None else []))
+        keep = t.column("quality_level").to_pylist() if level is not None else [level] * t.num_rows
+        rows = [(i, n) for i, n, lv in zip(t.column("id").to_pylist(), t.column("num_tokens").to_pylist(), keep)
+                if lv == level]
     else:
         from datapipe.readers._streams import compression_of, open_binary
 
@@ -277,7 +287,9 @@ def _ids_of_split(folder: Path, split: str, seed: int) -> list[tuple[str, int]] 
             for line in fh:
                 if line.strip():
                     rec = json.loads(line)
-                    rows.append((rec["id"], (rec.get("metadata") or {}).get("num_tokens")))
+                    meta = rec.get("metadata") or {}
+                    if level is None or rec.get("quality_level", meta.get("quality_level")) == level:
+                        rows.append((rec["id"], meta.get("num_tokens")))
     rows.sort(key=lambda r: (order_key(r[0], seed), r[0].encode("utf-8", "surrogatepass")))
     return rows
 
@@ -317,7 +329,7 @@ def iter_documents(
 def _checked_ids(m: fmt.SourceManifest, split: str, folder: Path | None, seed: int) -> list[tuple[str, int]] | None:
     if folder is None:
         return None
-    rows = _ids_of_split(folder, split, seed)
+    rows = _ids_of_split(folder, split, seed, _level_of(m.source)[1])
     where = f"{m.source}: split {split}"
     if rows is None:
         log.warning("%s: no part-%s file in %s; ids shown are positions <shard>#<sequence>", where, split, folder)

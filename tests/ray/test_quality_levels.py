@@ -56,7 +56,7 @@ def _levels(out: Path) -> dict[str, tuple[int, float]]:
 
 
 def test_levels_are_quantiles_shards_per_level_and_a_mix_over_them_plans_exactly(ray_session, shared_dir, tmp_path):
-    from datapipe.shards import verify_shards
+    from datapipe.shards import iter_documents, verify_shards
     from trainer_bridge.mix import plan_mix
 
     _data(shared_dir, tmp_path / "data")
@@ -79,6 +79,9 @@ def test_levels_are_quantiles_shards_per_level_and_a_mix_over_them_plans_exactly
         assert not (out / "shards" / src).exists()
         assert res.report["shards"][f"{src}@q0"]["source"] == src
     assert verify_shards(str(out / "shards")) == []
+    # `shards cat` names a level set's documents by id (from the source's documents and their level)
+    got = [d.id for d in iter_documents(out / "shards" / "web@q3" / "manifest.json", documents=out / "documents" / "web")]
+    assert sorted(got) == sorted(i for i, (lv, _) in levels.items() if i.startswith("web/") and lv == 3)
 
     # the same job over other read splits: the same level for every document
     _run(tmp_path, shared_dir, "one_split", split_bytes=1 << 20)
