@@ -305,7 +305,7 @@ def load(path: str | Path, *, model: torch.nn.Module, optimizer: torch.optim.Opt
     saved = dcp.FileSystemReader(str(path)).read_metadata().state_dict_metadata
     for key in ("plan_key", "mix_changes", "adaptive"):  # absent from checkpoints written before them
         if f"train.loader.{key}" not in saved:
-            state["train"]["loader"].pop(key)
+            state["train"]["loader"].pop(key, None)
     try:
         dcp.load(state, checkpoint_id=str(path))
     except (Exception, CheckpointException) as e:  # CheckpointException is a BaseException
