@@ -276,6 +276,7 @@ class PlanReport:
     phases: tuple[PhasePlan, ...] = ()
     validation: tuple[tuple[str, int, int], ...] = ()   # (source, held-out tokens, documents)
     adaptive: str = ""   # the adaptive: policy in words (the weights above are where it starts)
+    fim: str = ""        # the fim: block in words (which sources, rates, sentinel ids)
 
     @staticmethod
     def _table(head: list[str], body: list[list[str]]) -> list[str]:
@@ -297,6 +298,8 @@ class PlanReport:
         lines += [f"warning: {w}" for w in self.warnings]
         if self.adaptive:
             lines.append(f"adaptive: {self.adaptive}")
+        if self.fim:
+            lines.append(f"fim: {self.fim}")
         for v_name, v_tokens, v_docs in self.validation:
             lines.append(f"validation: {v_name}: last {v_docs:,} documents ({v_tokens:,} tokens) held out")
         for ph in self.phases:
@@ -327,7 +330,8 @@ class PlanReport:
                 "phases": [{"name": p.name, "start": p.start, "end": p.end, "transition_end": p.transition_end,
                             "warnings": list(p.warnings), "sources": [row(r) for r in p.rows]} for p in self.phases],
                 "validation": [{"source": n, "tokens": t, "documents": d} for n, t, d in self.validation],
-                **({"adaptive": self.adaptive} if self.adaptive else {})}
+                **({"adaptive": self.adaptive} if self.adaptive else {}),
+                **({"fim": self.fim} if self.fim else {})}
 
 
 def _segments(spec: MixSpec, names: Sequence[str]) -> list[Segment]:
@@ -550,6 +554,15 @@ class MixPlan:
         self.history = tuple(history)
         with self._blocks_lock:
             self._blocks.clear()
+
+    def _fim_words(self) -> str:
+        if self.fim is None:
+            return ""
+        f, ids = self.fim.spec, self.fim.ids
+        which = [n for n, on in zip(self.names, self.fim.applies) if on]
+        return (f"documents of {', '.join(which)} rewritten fill-in-the-middle at rate {f.rate:g} ({f.spm_rate:g} of "
+                f"them SPM, the rest PSM), cut between {f.unit}; sentinel ids <fim_prefix> {ids.prefix}, "
+                f"<fim_middle> {ids.middle}, <fim_suffix> {ids.suffix}")
 
     def _fim_key(self) -> dict[str, Any]:
         ids = self.fim.ids
@@ -803,7 +816,8 @@ class MixPlan:
                                for i, nm in enumerate(self.names))
         return PlanReport(name=self.spec.name, plan_hash=self.plan_hash, seq_len=self.seq_len, seed=self.seed,
                           token_budget=self.spec.token_budget, samples=n, rows=tuple(rows), warnings=tuple(warnings),
-                          phases=tuple(phases), validation=validation, adaptive=_adaptive_words(self.spec))
+                          phases=tuple(phases), validation=validation, adaptive=_adaptive_words(self.spec),
+                          fim=self._fim_words())
 
 
 def _load_source_manifest(uri: str) -> SourceManifest:

@@ -181,6 +181,8 @@ def test_fim_config_is_checked_against_the_shards(code):
     # FIM changes the samples, so it is in the plan hash, and a checkpoint without it is refused
     on, off = resolve_mix(_mix(code, "fim", {"rate": 0.5})), resolve_mix(_mix(code, "nofim", None))
     assert on.plan_hash != off.plan_hash
+    assert "fim: documents of code, wiki rewritten fill-in-the-middle at rate 0.5" in on.report().format()
+    assert "fim" not in off.report().to_json()
     state = MixLoader(off, LoaderConfig(global_batch=4, verify=False)).state_dict() | {"samples_committed": 8}
     with pytest.raises(SpecError, match="fim: changed"):
         MixLoader(on, LoaderConfig(global_batch=4, verify=False)).load_state_dict(state)
