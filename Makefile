@@ -42,7 +42,7 @@ $(M)/tokenizer/tokenizer.json: $(STAMP)
 
 # the code tokenizer (`tokenizer train --preset code`) on the machine's own code, and its
 # fertility table beside GPT-2's (docs/tokenizer.md); about 30 s
-models/code/tokenizer/tokenizer.json: $(STAMP)
+models/code/tokenizer/tokenizer.json: $(STAMP) $(M)/tokenizer/tokenizer.json
 	$(BIN)/python bench/code_tokenizer.py runs/code_tokenizer --train models/code/tokenizer
 
 models: $(M)/quality.bin $(M)/lm/cutoffs.csv $(M)/tokenizer/tokenizer.json models/code/tokenizer/tokenizer.json
