@@ -70,7 +70,8 @@ def test_the_fit_finds_the_better_mix_of_a_known_target(shards, tmp_path):
     y = np.array([loss(m) for m in w])
     model = fit(w, y, cfg.min_weight)
     assert model.loo_rmse < 0.5 * model.target_std        # held-out error well below the target's spread
-    chosen = choose(src, cfg, model)
+    chosen = choose(src, cfg, model, w)
+    assert (chosen >= w.min(axis=0) - 1e-3).all() and (chosen <= w.max(axis=0) + 1e-3).all()   # no extrapolation
     gap = lambda m: loss(m) - loss(best)
     assert gap(chosen) < gap(src.natural) / 4 and gap(chosen) < gap(np.full(3, 1 / 3)) / 4
     assert gap(chosen) < min(gap(m) for m in w)          # better than every proxy it was fitted on
