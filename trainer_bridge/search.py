@@ -330,6 +330,7 @@ class Unit:
     steps: int
     model_seed: int
     mix_seed: int      # the data order's seed (the mix's seed, + s for fresh seed s)
+    stale_ok: bool = False   # a result of other weights is rerun, not refused (the chosen mix moves with K)
 
 
 def _weights_doc(names: Sequence[str], w: np.ndarray) -> dict[str, float]:
@@ -383,6 +384,8 @@ def read_result(unit: Unit, key: str) -> dict | None:
     if not path.is_file():
         return None
     got = json.loads(path.read_text(encoding="utf-8"))
+    if got.get("key") != key and unit.stale_ok:
+        return None
     if got.get("key") != key:
         raise SpecError(f"mix search: {path} holds the result of a search with other settings (the mix, its "
                         "shards, the model or the steps changed); use another --out, or delete that folder")
@@ -497,7 +500,7 @@ def search(cfg: SearchConfig, *, echo: Any = print) -> dict:
         mixes["given"] = tidy(src.given, cfg.min_weight)[0]
     echo(f"chosen: {_fmt_w(names, chosen)}")
     finals = [Unit(name=f"final/{m}-s{s}", folder=out / "final" / f"{m}-s{s}", weights=w, steps=cfg.fresh_steps,
-                   model_seed=cfg.seed + s, mix_seed=src.spec.seed + s)
+                   model_seed=cfg.seed + s, mix_seed=src.spec.seed + s, stale_ok=m == "chosen")
               for m, w in mixes.items() for s in range(cfg.final_seeds)]
     fres = run_units(src, cfg, finals, echo=echo)
     compare = []
