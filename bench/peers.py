@@ -24,8 +24,12 @@ own process; the wall time includes interpreter start-up on both sides.
 
 Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--sizes N,...] [--cpus 2]``
 (``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
-of ~4 MB, one per input file here, as datatrove's tasks are). Needs the ``bench`` extra
-(datatrove).
+of ~4 MB, one per input file here, as datatrove's tasks are; ``--extractor cascade``: our
+``extract`` stage's extractor in the warc workload, datatrove keeps its trafilatura;
+``--background-load N``: N busy processes spin beside each engine's run, the same load for
+both, to compare how each slows down on a shared machine). Needs the ``bench`` extra
+(datatrove, psutil). Besides wall time, each row has the CPU seconds of the engine's process
+tree (sampled from /proc, :func:`run_measured`).
 """
 
 from __future__ import annotations
@@ -180,8 +184,10 @@ BUILDERS = {"heuristic": build_heuristic, "dedup": build_dedup, "warc": build_wa
 
 # -- datapipe -------------------------------------------------------------------------------
 
-def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: float | None = None) -> str:
-    """The job; ``split_mb`` sets ``execution.split_bytes`` (None: the engine's default)."""
+def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: float | None = None,
+                  extractor: str | None = None) -> str:
+    """The job; ``split_mb`` sets ``execution.split_bytes`` (None: the engine's default);
+    ``extractor`` the extract stage's extractor (None: the stage's default)."""
     rules = """
       - gopher_repetition: {}
       - gopher_quality: {}
@@ -195,7 +201,8 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: floa
         stages, shards = "\n      - dedup: {}", ""
     else:
         src = f'{{name: web, format: warc, paths: ["{data}/*.warc.gz"]}}'
-        stages = (f"\n      - extract: {{timeout_s: {EXTRACT_TIMEOUT_S}}}" + rules
+        ex = "" if extractor is None else f", extractor: {extractor}"
+        stages = (f"\n      - extract: {{timeout_s: {EXTRACT_TIMEOUT_S}{ex}}}" + rules
                   + f"\n      - dedup: {{num_perm: {BANDS * ROWS}, bands: {BANDS}, rows: {ROWS}}}"
                   + f'\n      - tokenize: {{tokenizer: "{TOKENIZER}"}}')
         shards = "shards: {shard_tokens: 1048576, seed: 1}"
@@ -211,20 +218,69 @@ def datapipe_spec(workload: str, data: Path, out: Path, sh: Path, split_mb: floa
     """)
 
 
-def run_datapipe(workload: str, data: Path, work: Path, sh: Path, split_mb: float | None) -> tuple[float, int]:
-    """Wall seconds and documents kept."""
+def run_measured(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, float, float]:
+    """Run ``cmd``; (the completed process, wall seconds, CPU seconds of its process tree).
+    CPU is user + system of the command and every process below it (Ray's daemons and
+    workers, datatrove's pool), sampled from /proc every 0.25 s (psutil), each process's
+    last sample kept: a process that lives less than that between samples is missed."""
+    import psutil
+
+    seen: dict[tuple[int, float], float] = {}
+    t0 = time.perf_counter()
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw) as proc:
+        import threading
+
+        out: dict[str, str] = {}
+        readers = [threading.Thread(target=lambda k=k, f=f: out.__setitem__(k, f.read()), daemon=True)
+                   for k, f in (("stdout", proc.stdout), ("stderr", proc.stderr))]
+        for r in readers:
+            r.start()
+        root = psutil.Process(proc.pid)
+        while proc.poll() is None:
+            try:
+                tree = [root, *root.children(recursive=True)]
+            except psutil.Error:
+                tree = []
+            for p in tree:
+                try:
+                    with p.oneshot():
+                        c = p.cpu_times()
+                        seen[(p.pid, p.create_time())] = c.user + c.system + c.children_user + c.children_system
+                except psutil.Error:
+                    pass
+            time.sleep(0.25)
+        for r in readers:
+            r.join()
+    secs = time.perf_counter() - t0
+    return subprocess.CompletedProcess(cmd, proc.returncode, out.get("stdout", ""), out.get("stderr", "")), secs, sum(seen.values())
+
+
+def background_load(n: int) -> list[subprocess.Popen]:
+    """``n`` processes that spin on the CPU until killed (or until this process is gone):
+    a fixed load beside a run."""
+    spin = f"import os\nwhile os.getppid() == {os.getpid()}:\n    sum(range(100000))"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
+
+
+def stop_load(procs: list[subprocess.Popen]) -> None:
+    for p in procs:
+        p.kill()
+    for p in procs:
+        p.wait()
+
+
+def run_datapipe(workload: str, data: Path, work: Path, sh: Path, split_mb: float | None,
+                 extractor: str | None = None) -> tuple[float, int, float]:
+    """Wall seconds, documents kept and CPU seconds of the job's process tree."""
     out = work / "datapipe_out"
     shutil.rmtree(out, ignore_errors=True)
     spec = work / "job.yaml"
-    spec.write_text(datapipe_spec(workload, data, out, sh, split_mb))
+    spec.write_text(datapipe_spec(workload, data, out, sh, split_mb, extractor))
     env = {**os.environ, "PYTHONPATH": f"{REPO}{os.pathsep}{os.environ.get('PYTHONPATH', '')}"}
-    t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, "-m", "datapipe", "run", str(spec)], cwd=work, env=env,
-                       capture_output=True, text=True)
-    secs = time.perf_counter() - t0
+    p, secs, cpu = run_measured([sys.executable, "-m", "datapipe", "run", str(spec)], cwd=work, env=env)
     if p.returncode:
         raise SystemExit(f"datapipe failed on {workload}:\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}")
-    return secs, json.loads((out / "report.json").read_text())["totals"]["documents"]
+    return secs, json.loads((out / "report.json").read_text())["totals"]["documents"], cpu
 
 
 # -- datatrove (runs in a child process: ``peers.py --datatrove WORKLOAD DATA WORK``) -----------
@@ -277,18 +333,15 @@ def datatrove_job(workload: str, data: str, work: str, cpus: int) -> None:
                 DocumentTokenizer(str(w / "tokens"), tokenizer_name_or_path=str(TOKENIZER), eos_token="<|endoftext|>"))
 
 
-def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> tuple[float, int]:
-    """Wall seconds and documents kept."""
+def run_datatrove(workload: str, data: Path, work: Path, cpus: int) -> tuple[float, int, float]:
+    """Wall seconds, documents kept and CPU seconds of the job's process tree."""
     out = work / "datatrove_out"
     shutil.rmtree(out, ignore_errors=True)
     out.mkdir(parents=True)
-    t0 = time.perf_counter()
-    p = subprocess.run([sys.executable, __file__, "--datatrove", workload, str(data), str(out), "--cpus", str(cpus)],
-                       capture_output=True, text=True)
-    secs = time.perf_counter() - t0
+    p, secs, cpu = run_measured([sys.executable, __file__, "--datatrove", workload, str(data), str(out), "--cpus", str(cpus)])
     if p.returncode:
         raise SystemExit(f"datatrove failed on {workload}:\n{p.stderr[-3000:]}")
-    return secs, datatrove_kept(out / "logs" / ("heuristic" if workload == "heuristic" else "filter"))
+    return secs, datatrove_kept(out / "logs" / ("heuristic" if workload == "heuristic" else "filter")), cpu
 
 
 def datatrove_kept(logs: Path) -> int:
@@ -309,6 +362,9 @@ def main() -> None:
     ap.add_argument("--cpus", type=int, default=os.cpu_count() or 2, help="datatrove workers")
     ap.add_argument("--split-mb", type=float, help="datapipe's execution.split_bytes in MB (default: the engine's); "
                     "datatrove always gets one task per input file")
+    ap.add_argument("--extractor", help="our extract stage's extractor in the warc workload (default: the stage's)")
+    ap.add_argument("--background-load", type=int, default=0, metavar="N",
+                    help="N busy processes spinning beside each engine's run (the same load for both)")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
     sys.path.insert(0, str(REPO))
     from bench import _smoke
@@ -320,8 +376,8 @@ def main() -> None:
     sys.path.insert(0, str(REPO))
     sh = shared_dir()
     rows = []
-    print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'docs/s':>8} {'kept':>6} {'datatrove s':>11} "
-          f"{'docs/s':>8} {'kept':>6} {'ratio':>6}", flush=True)
+    print(f"{'workload':<10} {'docs':>7} {'datapipe s':>10} {'cpu s':>7} {'docs/s':>8} {'kept':>6} {'datatrove s':>11} "
+          f"{'cpu s':>7} {'docs/s':>8} {'kept':>6} {'ratio':>6}", flush=True)
     for workload in args.workloads.split(","):
         for n in ([int(x) for x in args.sizes.split(",")] if args.sizes else SIZES[workload]):
             n = n // 4 if args.quick else n
@@ -333,18 +389,29 @@ def main() -> None:
                 (work / "built.json").write_text(json.dumps({"docs": docs}))
             docs = json.loads((work / "built.json").read_text())["docs"]
             load = os.getloadavg()[0]
-            ours, our_kept = run_datapipe(workload, data, work, sh, args.split_mb)
-            theirs, their_kept = run_datatrove(workload, data, work, args.cpus)
-            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_kept": our_kept,
-                         "datatrove_s": round(theirs, 2), "datatrove_kept": their_kept,
-                         "ratio": round(theirs / ours, 2), "load_before": load, "load_after": os.getloadavg()[0]})
-            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {docs / ours:>8.0f} {our_kept:>6} {theirs:>11.1f} "
-                  f"{docs / theirs:>8.0f} {their_kept:>6} {theirs / ours:>5.2f}x   "
+            spin = background_load(args.background_load)
+            try:
+                ours, our_kept, our_cpu = run_datapipe(workload, data, work, sh, args.split_mb, args.extractor)
+            finally:
+                stop_load(spin)
+            spin = background_load(args.background_load)
+            try:
+                theirs, their_kept, their_cpu = run_datatrove(workload, data, work, args.cpus)
+            finally:
+                stop_load(spin)
+            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_cpu_s": round(our_cpu, 2),
+                         "datapipe_kept": our_kept, "datatrove_s": round(theirs, 2), "datatrove_cpu_s": round(their_cpu, 2),
+                         "datatrove_kept": their_kept, "ratio": round(theirs / ours, 2),
+                         "extractor": args.extractor, "background_load": args.background_load,
+                         "load_before": load, "load_after": os.getloadavg()[0]})
+            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {our_cpu:>7.1f} {docs / ours:>8.0f} {our_kept:>6} {theirs:>11.1f} "
+                  f"{their_cpu:>7.1f} {docs / theirs:>8.0f} {their_kept:>6} {theirs / ours:>5.2f}x   "
                   f"(load {load:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
     (Path(args.work) / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("ratio = datatrove wall / datapipe wall (> 1: datapipe faster); both measured in this run; kept: "
           "documents each engine let through (the rule sets are each engine's own implementations); "
-          "load: 1-minute load average before -> after the pair")
+          "cpu s: CPU seconds of each engine's process tree; load: 1-minute load average before -> after the pair"
+          + (f"; {args.background_load} busy processes beside each run" if args.background_load else ""))
 
 
 if __name__ == "__main__":
