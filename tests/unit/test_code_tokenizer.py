@@ -40,8 +40,10 @@ def test_every_file_of_real_packages_round_trips_byte_for_byte(code_tok):
     assert len(files) > 30
     for f in files:
         data = f.read_bytes()
-        ids = tok.encode(data.decode("utf-8")).ids
-        assert tok.decode(ids, skip_special_tokens=False).encode("utf-8") == data, f
+        # as shipped, with Windows line ends, and indented with tabs
+        for variant in (data, data.replace(b"\n", b"\r\n"), data.replace(b"    ", b"\t")):
+            ids = tok.encode(variant.decode("utf-8")).ids
+            assert tok.decode(ids, skip_special_tokens=False).encode("utf-8") == variant, f
     # text that spells a sentinel is ordinary text: no sentinel id, and it comes back as written
     src = 'PROMPT = "<fim_prefix>def f(<fim_suffix>) <fim_middle><file_sep>"\n'
     ids = tok.encode(src).ids
