@@ -3,7 +3,9 @@ the files it imports, as DeepSeek-Coder orders repository-level data, so that a 
 a definition before its use.
 
 Which imports count, found by regular expressions over the first ``SCAN_BYTES`` of each
-file (no code is run or parsed as a whole; at most ``MAX_IMPORTS`` imports a file):
+file (no code is run or parsed as a whole; at most ``MAX_IMPORTS`` imports a file; no
+pattern can backtrack across the file: a parenthesised list is closed by one forward
+search for ``)`` shared by all the lists of the file, so the scan is linear on any text):
 
 * **Python** (``.py``, ``.pyi``, ``.pyw``): ``import a.b``, ``from a.b import c, d``,
   ``from .x import y``, ``from .. import z``. An absolute name resolves to the file whose
@@ -52,12 +54,15 @@ PY_EXT = (".py", ".pyi", ".pyw")
 JS_EXT = (".ts", ".tsx", ".d.ts", ".js", ".jsx", ".mjs", ".cjs", ".mts", ".cts")
 GO_EXT = (".go",)
 
-_PY = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]{0,20000}\)|[^\n#;]*)"
-                 r"|import[ \t]+([^\n#;]+))", re.M)
-_JS = re.compile(r"""(?:\b(?:import|export)\b[^'"`;]{0,2000}?\bfrom[ \t\n]*|\bimport[ \t\n]*\(?[ \t\n]*|"""
-                 r"""\brequire[ \t\n]*\([ \t\n]*)['"](\.{1,2}/[^'"\n]{0,1000}|\.{1,2})['"]""")
+_PY = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+([^\n#;]*)|import[ \t]+([^\n#;]+))", re.M)
+#: ``from './x'`` (the tail of an import or export: the keyword is not matched, so the scan is
+#: linear on any text), ``import './x'``, ``import('./x')``, ``require('./x')``
+_JS = re.compile(r"""(?:\bfrom|\bimport[ \t\n]*\(?|\brequire[ \t\n]*\()[ \t\n]*"""
+                 r"""['"](\.{1,2}/[^'"\n]{0,1000}|\.{1,2})['"]""")
 _GO_ONE = re.compile(r'^[ \t]*import[ \t]+(?:[\w.]+[ \t]+)?"([^"\n]+)"', re.M)
-_GO_BLOCK = re.compile(r"^[ \t]*import[ \t]*\(([^)]{0,100000})\)", re.M)
+_GO_BLOCK = re.compile(r"^[ \t]*import[ \t]*\(", re.M)
+#: characters a parenthesised import list may span
+_PAREN_CHARS = 100_000
 _GO_SPEC = re.compile(r'"([^"\n]+)"')
 _GO_MODULE = re.compile(r"^[ \t]*module[ \t]+\"?([^\s\"/][^\s\"]*)\"?", re.M)
 _AS = re.compile(r"\s+as\s+\w+\s*$")
@@ -76,6 +81,19 @@ def _kind(path: str) -> str | None:
 
 def _scan(text: str) -> str:
     return text if len(text) <= SCAN_BYTES else text[:SCAN_BYTES]
+
+
+class _Closer:
+    """The next ``)`` at or after a position, each found once: text is scanned once
+    however many open parentheses precede a close (or none follows)."""
+
+    def __init__(self, text: str) -> None:
+        self.text, self.at = text, -2
+
+    def after(self, start: int) -> int:
+        if self.at != -1 and self.at < start:
+            self.at = self.text.find(")", start)
+        return self.at
 
 
 def _names(clause: str) -> list[str]:
@@ -125,12 +143,16 @@ class _Python:
 
     def imports(self, i: int, path: str, text: str, paths: Sequence[str]) -> list[int]:
         out: list[int] = []
-        n = 0
-        for m in _PY.finditer(_scan(text)):
-            n += 1
-            if n > MAX_IMPORTS:
+        scan = _scan(text)
+        closer = _Closer(scan)
+        for n, m in enumerate(_PY.finditer(scan)):
+            if n >= MAX_IMPORTS:
                 break
             mod, what, plain = m.group(1), m.group(2), m.group(3)
+            if what is not None and what.lstrip().startswith("(") and ")" not in what:
+                close = closer.after(m.end())   # ``from x import (a,\n b)``
+                if 0 <= close - m.end() <= _PAREN_CHARS:
+                    what += scan[m.end():close + 1]
             if plain is not None:
                 for name in _names(plain):
                     out.extend(self._absolute(name, paths))
@@ -225,8 +247,13 @@ class _Go:
     def imports(self, text: str) -> list[str]:
         scan = _scan(text)
         specs = [m.group(1) for m in _GO_ONE.finditer(scan)]
+        closer = _Closer(scan)
         for block in _GO_BLOCK.finditer(scan):
-            specs.extend(m.group(1) for m in _GO_SPEC.finditer(block.group(1)))
+            close = closer.after(block.end())
+            if 0 <= close - block.end() <= _PAREN_CHARS:
+                specs.extend(m.group(1) for m in _GO_SPEC.finditer(scan, block.end(), close))
+            if len(specs) > MAX_IMPORTS:
+                break
         out = []
         for spec in specs[:MAX_IMPORTS]:
             pkg = self.package(spec)
