@@ -124,12 +124,16 @@ def plot(results: list[dict[str, Any]], names: list[str], out: Path) -> str:
     first = [r for r in results if r["seed"] == results[0]["seed"]]
     fig, axes = plt.subplots(1 + len(first), 1, figsize=(10, 3.2 * (1 + len(first))), sharex=True)
     ax = axes[0]
+    static = {r["seed"]: {v["step"]: v["mean"] for v in r["val_curve"]} for r in results if r["name"] == "static"}
+    ax.axhline(0, color="#888888", lw=1)
     for k, r in enumerate(results):
-        xs = [v["step"] for v in r["val_curve"]]
-        ax.plot(xs, [v["mean"] for v in r["val_curve"]], marker="o", ms=3, color=colors[k % len(colors)],
-                label=f"{r['name']} (seed {r['seed']}): {r['target']:.4f}")
-    ax.set_ylabel("mean validation loss")
-    ax.set_title("target loss (mean of per-source validation loss)")
+        base = static.get(r["seed"], {})
+        pts = [(v["step"], v["mean"] - base[v["step"]]) for v in r["val_curve"] if v["step"] in base]
+        ax.plot([x for x, _ in pts], [y for _, y in pts], marker="o", ms=3, color=colors[k % len(colors)],
+                ls="-" if r["seed"] == results[0]["seed"] else "--",
+                label=f"{r['name']} (seed {r['seed']}): final {r['target']:.4f}")
+    ax.set_ylabel("minus the static run's")
+    ax.set_title("target loss (mean of per-source validation loss), minus the static run's of the same seed")
     ax.legend(fontsize=8)
     steps = max(v["step"] for r in results for v in r["val_curve"])
     for ax, r in zip(axes[1:], first):
@@ -141,12 +145,13 @@ def plot(results: list[dict[str, Any]], names: list[str], out: Path) -> str:
             ax.step(xs, ys, where="post", color=c, lw=2, label=n)
             twin.plot([v["step"] for v in r["val_curve"]], [v[n] for v in r["val_curve"]], color=c, lw=1, ls=":")
         ax.set_ylabel("weight (solid)")
+        ax.set_ylim(0, max(w[n] for w in r["weights"] for n in names) * 1.35)   # room for the legend
         twin.set_ylabel("validation loss (dotted)")
         ax.set_title(f"{r['name']}: weights as they moved, per-source validation loss")
         ax.legend(fontsize=8, ncol=len(names), loc="upper left")
     axes[-1].set_xlabel("step")
     fig.tight_layout()
-    fig.savefig(out, dpi=110)
+    fig.savefig(out, dpi=80)
     return f"Plot: {out.name}"
 
 
