@@ -12,6 +12,7 @@ from stages.basic import LengthFilter, Normalize
 from stages.c4 import C4
 from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
 from stages.code.forks import RepoDedup
+from stages.code.repo_files import RepoFiles
 from stages.decontam import Decontaminate
 from stages.dedup import Dedup
 from stages.expr import FilterExpr
@@ -45,6 +46,7 @@ REGISTRY: dict[str, type[Stage]] = {
     "license": LicenseFilter,
     "repo_meta": RepoMetaFilter,
     "repo_dedup": RepoDedup,
+    "repo_files": RepoFiles,
     "quality": QualityFilter,
     "perplexity": PerplexityFilter,
     "dedup": Dedup,
