@@ -200,6 +200,8 @@ def summary_markdown(report: dict[str, Any]) -> str:
     for name, rep in report.get("stage_reports", {}).items():
         if isinstance(rep, dict) and "s_curve" in rep:
             lines.extend(_dedup_section(name, rep))
+        if isinstance(rep, dict) and isinstance(rep.get("levels"), dict) and "groups" in rep["levels"]:
+            lines.extend(_levels_section(name, rep["levels"]))
     changed = [st for st in report["stages"] if st["changes"] or st["docs_changed"]]
     if changed:
         lines.append("")
@@ -213,6 +215,24 @@ def summary_markdown(report: dict[str, Any]) -> str:
     lines.append("")
     lines.append("Drop reasons by stage and source: report.json; picture: drops.png")
     return "\n".join(lines)
+
+
+def _levels_section(name: str, rep: dict[str, Any]) -> list[str]:
+    """Per group (a source, or the pool), each quality level's documents and boundaries
+    (the lowest and highest key: a score in its own units, or the mean percentile rank)."""
+    scores = ", ".join(f"{c} ({d} is better)" for c, d in rep["scores"].items())
+    lines = ["", f"**{name}**: {rep['levels']} levels per {rep['per']} by {rep['key']} of {scores}", "",
+             "| group | " + " | ".join(f"q{k}" for k in range(rep["levels"])) + " | missing score |",
+             "|---|" + "---:|" * (rep["levels"] + 1)]
+
+    def cell(lv: dict[str, Any]) -> str:
+        if not lv["documents"]:
+            return "0"
+        return f"{lv['documents']} ({lv['min']:.4g} .. {lv['max']:.4g})" if lv["min"] is not None else str(lv["documents"])
+
+    for group, g in rep["groups"].items():
+        lines.append(f"| {group} | " + " | ".join(cell(lv) for lv in g["levels"]) + f" | {g['missing_score']} |")
+    return lines
 
 
 def _dedup_section(name: str, rep: dict[str, Any]) -> list[str]:

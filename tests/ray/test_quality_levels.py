@@ -72,6 +72,8 @@ def test_levels_are_quantiles_shards_per_level_and_a_mix_over_them_plans_exactly
         for k in range(LEVELS - 1):   # every level's scores at or below the next level's
             assert max(s for lv, s in mine.values() if lv == k) <= min(s for lv, s in mine.values() if lv == k + 1)
         assert [r["documents"] for r in report["groups"][src]["levels"]] == counts
+        row = next(ln for ln in (out / "report.md").read_text().splitlines() if ln.startswith(f"| {src} | {counts[0]} ("))
+        assert row.count("(") == LEVELS   # report.md: each level's documents and boundaries
         # one shard set per level, each with its own manifest; together they hold the source's documents
         sets = {k: json.loads((out / "shards" / f"{src}@q{k}" / "manifest.json").read_text()) for k in range(LEVELS)}
         assert [m["source"] for m in sets.values()] == [f"{src}@q{k}" for k in range(LEVELS)]
