@@ -12,11 +12,13 @@ not wall clock.
 
     python bench/adaptive_mix.py                       # needs runs/sample (make sample)
     python bench/adaptive_mix.py --steps 64 --seeds 0 1  # a second trainer seed: the seed-to-seed spread
+    python bench/adaptive_mix.py --smoke               # 4 steps on random-token shards: checks it runs
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import resource
@@ -30,13 +32,38 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "bench"))
 
 
-def write_variant(src: Path, out: Path, *, adaptive: dict[str, Any] | None) -> Path:
-    """The mix at ``src`` with its ``adaptive:`` replaced (None: removed), manifests made absolute."""
+def synthetic_sources(src: Path, folder: Path, tokens: int = 30_000) -> dict[str, str]:
+    """Random-token shards (vocabulary 512, ~300-token documents) through the real shard
+    writer, one per source of the mix at ``src`` (named by the manifest's folder): --synthetic."""
+    import numpy as np
+
+    from stages.tokenize.identity import TokenizerInfo
+    from stages.tokenize.writer import SourceShardWriter
+
+    info = TokenizerInfo(path="bench", fingerprint="blake2b-256:synthetic", vocab_size=512, eos_id=0, eos_token="<e>")
+    out = {}
+    for i, s in enumerate(yaml.safe_load(src.read_text(encoding="utf-8"))["sources"]):
+        name = Path(s["manifest"]).parent.name
+        rng = np.random.default_rng(i)
+        lengths = rng.geometric(1 / 300, size=tokens // 300 + 1)
+        lengths = lengths[np.cumsum(lengths) <= tokens]
+        flat = rng.integers(1, 512, int(lengths.sum()), dtype=np.uint16)
+        w = SourceShardWriter(folder / name, name, tokenizer_info=info, shard_tokens=8192, seed=i, lineage={})
+        w.add(flat, lengths)
+        out[s["manifest"]] = str(w.finish())
+    return out
+
+
+def _write_variant(src: Path, out: Path, *, adaptive: dict[str, Any] | None,
+                  manifests: dict[str, str] | None = None) -> Path:
+    """The mix at ``src`` with its ``adaptive:`` replaced (None: removed), manifests made absolute
+    (or replaced by ``manifests``)."""
     doc = yaml.safe_load(src.read_text(encoding="utf-8"))
     for s in doc["sources"]:
-        s["manifest"] = str((src.parent / s["manifest"]).resolve())
+        s["manifest"] = (manifests or {}).get(s["manifest"]) or str((src.parent / s["manifest"]).resolve())
     doc.pop("adaptive", None)
     if adaptive is not None:
         doc["adaptive"] = adaptive
@@ -59,7 +86,7 @@ def train(mix: Path, run_dir: Path, *, steps: int, seed: int, eval_every: int, e
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=str(REPO))
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     with open(run_dir / "train.log", "w", encoding="utf-8") as log:
-        rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+        rc = subprocess.run(cmd, cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT, check=False).returncode
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if rc:
         raise SystemExit(f"training {mix} failed (exit {rc}); see {run_dir / 'train.log'}")
@@ -107,8 +134,8 @@ def report(results: list[dict[str, Any]], names: list[str], steps: int, seeds: l
             lines += [f"| {w['step']} | " + " | ".join(f"{w[n]:.3f}" for n in names) + " |" for w in r["weights"]]
     if len(seeds) > 1:
         static = [r["target"] for r in results if r["name"] == "static"]
-        lines += ["", f"Seed-to-seed spread of the static target over seeds {seeds}: "
-                  f"{max(static) - min(static):.4f}"]
+        spread = max(static) - min(static)
+        lines += ["", f"Seed-to-seed spread of the static target over seeds {seeds}: {spread:.4f}"]
     lines += ["", plot_note]
     return "\n".join(lines) + "\n"
 
@@ -165,7 +192,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rules", nargs="+", default=["exp_gradient", "excess_loss"], choices=["exp_gradient", "excess_loss"])
     p.add_argument("--out", default=str(REPO / "runs/adaptive-bench"))
     p.add_argument("--set", action="append", default=[], help="more trainer overrides KEY=VALUE")
-    args = p.parse_args(argv)
+    p.add_argument("--every", type=int, default=None, help="override adaptive.every (steps)")
+    p.add_argument("--synthetic", action="store_true", help="random-token shards in place of the mix's sources "
+                   "(no `make sample` needed; the numbers mean nothing)")
+    import _smoke
+
+    args = _smoke.parse(p, {"steps": 4, "eval_every": 2, "every": 2, "seeds": [0], "out": "<tmp>",
+                            "synthetic": True}, argv)
     from trainer_bridge.mix import resolve_mix
     from trainer_bridge.plot import plot_mix, read_metrics
 
@@ -173,6 +206,14 @@ def main(argv: list[str] | None = None) -> int:
     base = yaml.safe_load(src.read_text(encoding="utf-8"))
     if not base.get("adaptive"):
         raise SystemExit(f"{src} has no adaptive: block")
+    if args.every:
+        base["adaptive"]["every"] = args.every
+    manifests = synthetic_sources(src, out / "shards") if args.synthetic else None
+    missing = [s["manifest"] for s in base["sources"] if not args.synthetic
+               and not (src.parent / s["manifest"]).is_file()]
+    if missing:
+        raise SystemExit(f"source manifest(s) {missing} missing: run `make sample` first (or --synthetic)")
+    write_variant = functools.partial(_write_variant, manifests=manifests)
     plan = resolve_mix(write_variant(src, out / "static.yaml", adaptive=None), warn=False)
     names = list(plan.names)
     static_w = {n: float(w) for n, w in zip(names, plan.weights)}

@@ -32,9 +32,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Mapping, Sequence
+from typing import Any, Literal
 
 from datapipe.errors import SpecError
 
@@ -176,7 +177,7 @@ def next_weights(spec: AdaptiveSpec, names: Sequence[str], units: Sequence[int],
     return to_units(_project(mixed, lo, hi), spec.grid, live)
 
 
-def read_reference(spec: AdaptiveSpec, base_dir: Path, where: str) -> "Reference | None":
+def read_reference(spec: AdaptiveSpec, base_dir: Path, where: str) -> Reference | None:
     if spec.rule != "excess_loss":
         return None
     if isinstance(spec.reference, dict):

@@ -29,7 +29,7 @@ def _torchrun(repo: Path, nproc: int, cfg: Path, metrics: Path, ckpt: Path, *ext
     cmd = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc-per-node", str(nproc),
            "-m", "trainer_bridge.train", "--config", str(cfg),
            "--set", f"metrics_path={metrics}", "--set", f"ckpt_dir={ckpt}", *extra]
-    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600)
+    return subprocess.run(cmd, cwd=repo, env=env, capture_output=True, text=True, timeout=600, check=False)
 
 
 def _metrics(path: Path) -> list[dict]:
