@@ -8,7 +8,11 @@ Contract:
 
 * A sample (``seq_len + 1`` tokens) is cut at its EOS tokens into *segments*: the pieces of
   documents it holds (the first and last may be fragments of a document that starts before
-  or ends after the window). EOS tokens stay where they are.
+  or ends after the window). EOS tokens stay where they are. When the tokenizer has
+  ``<file_sep>`` (a repository document: ``<repo_name>name<file_sep>path\ncode<file_sep>...``),
+  segments are also cut at it, so each *file* is rewritten in its repository context, as
+  StarCoder2 applies FIM; the piece that starts with ``<repo_name>`` (the repository's name)
+  is never rewritten, and the separators stay where they are.
 * Segment ``i`` of global sample ``n`` is transformed with probability ``rate``; the draws
   (whether, PSM or SPM, the two cut points) are a pure function of ``(seed, n, i)``
   (:func:`segment_draws`), so a resumed run, any data-parallel size and any number of
@@ -88,11 +92,14 @@ class FimSpec:
 
 @dataclass(frozen=True, order=True)
 class FimIds:
-    """The sentinel ids of the shards' tokenizer."""
+    """The sentinel ids of the shards' tokenizer (``file_sep``/``repo_name``: -1 when it has
+    none: documents are not repository documents)."""
 
     prefix: int
     middle: int
     suffix: int
+    file_sep: int = -1
+    repo_name: int = -1
 
     @classmethod
     def from_tokenizer_block(cls, block: Mapping[str, Any], *, where: str) -> FimIds:
@@ -105,7 +112,8 @@ class FimIds:
                 f"{where}: the mix asks for fim: but the shards' tokenizer ({block.get('fingerprint')}) has no "
                 f"{', '.join(missing)} token(s) in the manifest's tokenizer.special; re-tokenise with a tokenizer "
                 "that reserves them (`datapipe tokenizer train --preset code`) or remove fim: from the mix")
-        return cls(prefix=int(special[FIM_PREFIX]), middle=int(special[FIM_MIDDLE]), suffix=int(special[FIM_SUFFIX]))
+        return cls(prefix=int(special[FIM_PREFIX]), middle=int(special[FIM_MIDDLE]), suffix=int(special[FIM_SUFFIX]),
+                   file_sep=int(special.get(FILE_SEP, -1)), repo_name=int(special.get(REPO_NAME, -1)))
 
 
 def segment_draws(seed: int, sample: int, segment: int) -> tuple[float, float, int, int]:
@@ -142,14 +150,17 @@ class FimTransform:
     def row(self, row: np.ndarray, sample: int) -> np.ndarray:
         """Global sample ``sample``'s window transformed (same length and dtype)."""
         width = row.shape[0]
-        ends = np.flatnonzero(row == self.eos_id)
+        cut = row == self.eos_id
+        if self.ids.file_sep >= 0:
+            cut |= row == self.ids.file_sep
+        ends = np.flatnonzero(cut)
         starts = np.concatenate([[0], ends + 1])
         stops = np.concatenate([ends, [width]])
         pieces, changed = [], False
         for i, (a0, a1) in enumerate(zip(starts.tolist(), stops.tolist())):
             seg = row[a0:a1]
             L = a1 - a0
-            if L:
+            if L and seg[0] != self.ids.repo_name:
                 u, v, c1, c2 = segment_draws(self.seed, sample, i)
                 if u < self.spec.rate:
                     x, y = sorted((c1 % (L + 1), c2 % (L + 1)))
@@ -157,7 +168,7 @@ class FimTransform:
                     changed = True
             pieces.append(seg)
             if a1 < width:
-                pieces.append(row[a1:a1 + 1])  # the EOS
+                pieces.append(row[a1:a1 + 1])  # the EOS or <file_sep>
         if not changed:
             return row
         return np.concatenate(pieces)[:width]

@@ -562,11 +562,13 @@ class MixPlan:
         which = [n for n, on in zip(self.names, self.fim.applies) if on]
         return (f"documents of {', '.join(which)} rewritten fill-in-the-middle at rate {f.rate:g} ({f.spm_rate:g} of "
                 f"them SPM, the rest PSM), cut between {f.unit}; sentinel ids <fim_prefix> {ids.prefix}, "
-                f"<fim_middle> {ids.middle}, <fim_suffix> {ids.suffix}")
+                f"<fim_middle> {ids.middle}, <fim_suffix> {ids.suffix}"
+                + (f"; each file of a repository document on its own (cut at <file_sep> {ids.file_sep})"
+                   if ids.file_sep >= 0 else ""))
 
     def _fim_key(self) -> dict[str, Any]:
         ids = self.fim.ids
-        return {**self.fim.spec.key(), "ids": [ids.prefix, ids.middle, ids.suffix]}
+        return {**self.fim.spec.key(), "ids": [ids.prefix, ids.middle, ids.suffix, ids.file_sep, ids.repo_name]}
 
     # -- what a checkpoint remembers of the plan, and which edits keep the trained prefix ----
     def prefix_key(self) -> dict[str, Any]:

@@ -186,3 +186,54 @@ def test_fim_config_is_checked_against_the_shards(code):
     state = MixLoader(off, LoaderConfig(global_batch=4, verify=False)).state_dict() | {"samples_committed": 8}
     with pytest.raises(SpecError, match="fim: changed"):
         MixLoader(on, LoaderConfig(global_batch=4, verify=False)).load_state_dict(state)
+
+
+def test_repository_documents_are_rewritten_file_by_file(shared_dir, tmp_path):
+    """StarCoder2's repository documents (``<repo_name>name<file_sep>path\\ncode<file_sep>...``):
+    with ``<file_sep>`` in the tokenizer, each file is rewritten on its own, in its repository's
+    context; a rewrite never spans two files, and the repository name is never rewritten."""
+    tok, eos, vocab, fp = tiny_tokenizer(shared_dir)
+    P, M, S, REPO, SEP = vocab, vocab + 1, vocab + 2, vocab + 4, vocab + 5
+    ids = {FIM_PREFIX: P, FIM_MIDDLE: M, FIM_SUFFIX: S, "<fim_pad>": vocab + 3, "<repo_name>": REPO,
+           "<file_sep>": SEP}
+    site = Path(sysconfig.get_paths()["purelib"])
+    docs = []
+    for pkg in ("click", "attr", "yaml", "jinja2", "dateutil", "pygments"):
+        doc = [REPO] + tok.encode(pkg).ids
+        for f in sorted((site / pkg).rglob("*.py"))[:60]:   # file heads: several files in a window
+            doc += [SEP] + tok.encode(f"{f.relative_to(site)}\n" + f.read_text(encoding="utf-8")[:120]).ids
+        docs.append(doc)
+    m = write_source(tmp_path / "repos", "repos", docs, eos_id=eos, vocab_size=vocab + 6, shard_tokens=4096,
+                     fingerprint=fp)
+    plain = write_source(tmp_path / "plain" / "repos", "repos", docs, eos_id=eos, vocab_size=vocab + 6,
+                         shard_tokens=4096, fingerprint=fp)
+    raw = json.loads(m.read_text())
+    raw["tokenizer"]["special"] = ids
+    m.write_text(json.dumps(raw))
+    mixes = {}
+    for name, manifest, fim in (("fim", m, {"rate": 0.5}), ("plain", plain, None)):
+        path = write_mix(tmp_path / f"{name}.yaml", {"repos": manifest}, {"repos": 1.0}, seq_len=128,
+                         token_budget=128 * 100, seed=2)
+        if fim:
+            path.write_text(yaml.safe_dump({**yaml.safe_load(path.read_text()), "fim": fim}))
+        mixes[name] = resolve_mix(path)
+    assert "each file of a repository document on its own" in mixes["fim"].report().format()
+    got = mixes["fim"].read(0, 100).astype(np.int64)
+    for n in range(100):
+        got[n] = mixes["fim"].fim.row(got[n], n)
+    orig = mixes["plain"].read(0, 100).astype(np.int64)
+    rewritten = whole = 0
+    for o, g in zip(orig, got):
+        cut = lambda r: np.split(r, np.flatnonzero(np.isin(r, [eos, SEP])) + 1)
+        before, after = cut(o), cut(g)
+        for seg_o, seg_f in zip(before[:len(after) - 1], after[:-1]):   # every piece but the cut-back last
+            whole += 1
+            body = seg_f[:-1]
+            assert seg_f[-1] == seg_o[-1] and seg_o[-1] in (eos, SEP)   # separators stay in place
+            if body.size and body[0] == P:
+                assert np.array_equal(_undo(body, ids)[0], seg_o[:-1])   # one file's tokens, nothing else
+                assert seg_o[0] != REPO
+                rewritten += 1
+            else:
+                assert np.array_equal(seg_f, seg_o)
+    assert whole > 100 and 0.4 < rewritten / whole < 0.6, (whole, rewritten)
