@@ -88,9 +88,9 @@ def test_levels_are_quantiles_shards_per_level_and_a_mix_over_them_plans_exactly
     # the same job over other read splits: the same level for every document
     _run(tmp_path, shared_dir, "one_split", split_bytes=1 << 20)
     assert _levels(tmp_path / "one_split") == levels
-    # a re-run writes byte-identical shards
+    # a re-run writes byte-identical shards and documents (their quality_level included)
     _run(tmp_path, shared_dir, "again", split_bytes=1024)
-    files = sorted(p.relative_to(out) for p in (out / "shards").rglob("*") if p.is_file())
+    files = sorted(p.relative_to(out) for d in ("shards", "documents") for p in (out / d).rglob("*") if p.is_file())
     assert files and all((out / p).read_bytes() == (tmp_path / "again" / p).read_bytes() for p in files)
 
     # a mix weighting the best level against the worst, then annealing onto the top two
