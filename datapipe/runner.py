@@ -93,6 +93,13 @@ def ensure_ray(job: JobSpec, *, verbose: bool | None = None) -> bool:
         os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     os.environ.setdefault("RAY_DATA_USAGE_DISABLED", "1")
+    # Ray starts its workers at nice 15 (below the raylet's and the driver's 0): on a busy
+    # machine every process at nice 0 beside them (another job, a test run, a spinning
+    # loop in the same session) then gets ~28x their share of a core, and our workers do
+    # all the work. An embedded Ray is this job's alone: its workers run at the driver's
+    # priority (a cluster keeps its own setting; docs/engine.md "Under contention").
+    if not os.environ.get("RAY_ADDRESS"):
+        os.environ.setdefault("RAY_worker_niceness", "0")
     if os.environ.get("RAY_ADDRESS"):
         log.info("joining Ray cluster at %s", os.environ["RAY_ADDRESS"])
         ray.init(address=os.environ["RAY_ADDRESS"], **ray_init_kwargs(verbose))
