@@ -126,6 +126,10 @@ class QualityLevels(GlobalStage):
                  else pa.array([_POOL] * batch.num_rows, pa.string()))
         cols: dict[str, Any] = {"idh": pa.array(idh.view(np.int64)), "group": group}
         for i, (col, direction) in enumerate(cfg.scores.items()):
+            typ = batch.schema.field(col).type
+            if not (pa.types.is_integer(typ) or pa.types.is_floating(typ) or pa.types.is_decimal(typ)):
+                raise SpecError(f"quality_levels: score column {col!r} holds {typ}, not numbers; name a numeric "
+                                "column such as 'quality_score' or 'perplexity'")
             v = pc.cast(batch.column(col), pa.float64()).to_numpy(zero_copy_only=False)
             v = np.where(np.isfinite(v), v, np.nan)   # null, NaN and inf: no score
             cols[_score_name(i)] = pa.array(-v if direction == "lower" else v, pa.float64(), mask=np.isnan(v))

@@ -127,6 +127,9 @@ def test_config_errors_name_the_value_and_the_fix(kw, message):
         QualityLevelsConfig(**kw)
     assert QualityLevelsConfig(scores={"quality_score": "higher", "perplexity": "lower"}).reads == (
         "quality_score", "perplexity")
+    stage = QualityLevels(QualityLevelsConfig(scores={"language": "higher"}))
+    with pytest.raises(SpecError, match="'language' holds string, not numbers"):
+        stage.side(pa.table({"id": ["a/1"], "source": ["a"], "language": ["en"]}))
 
 
 def test_sample_levels_mix_file(repo_dir):
