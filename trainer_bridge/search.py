@@ -589,7 +589,7 @@ def justification(summary: dict, names: Sequence[str]) -> str:
                      + f" | {p['target']:.4f} | {p['loo_predicted']:.4f} |")
     lines += ["", "## Fit", "",
               f"{f['model']}, alpha {f['alpha']:g} (feature set and alpha chosen by leave-one-out error among "
-              f"{', '.join(FEATURES)}). Leave-one-out RMSE "
+              f"{'; '.join(f'`{k}`' for k in FEATURES)}). Leave-one-out RMSE "
               f"{f['loo_rmse']:.4f}, MAE {f['loo_mae']:.4f}, Spearman {f['loo_spearman']:.2f}; the target's "
               f"standard deviation across proxies is {f['target_std_across_proxies']:.4f}.", "",
               "## Comparison (trained fresh)", "",
