@@ -152,10 +152,12 @@ def to_units(w: Sequence[float], grid: int, live: Sequence[bool]) -> list[int]:
 
 
 def next_weights(spec: AdaptiveSpec, names: Sequence[str], units: Sequence[int], static: Sequence[float],
-                 losses: Mapping[str, float], reference: Mapping[str, float] | None = None) -> list[int]:
+                 losses: Mapping[str, float], reference: Mapping[str, float] | None = None,
+                 caps: Sequence[float] | None = None) -> list[int]:
     """The units after one update from ``units`` (the current weights), given the per-source
     ``losses`` (a source missing from them keeps its weight's relative size) and, for
-    ``excess_loss``, the reference losses (default: the spec's fixed ``reference``)."""
+    ``excess_loss``, the reference losses (default: the spec's fixed ``reference``).
+    ``caps``: more ceilings (the mix's max_epochs, :meth:`AdaptivePolicy.epoch_caps`)."""
     live = [w > 0 for w in static]
     cur = [u / spec.grid for u in units]
     have = [n in losses and live[i] for i, n in enumerate(names)]
@@ -174,6 +176,10 @@ def next_weights(spec: AdaptiveSpec, names: Sequence[str], units: Sequence[int],
     mixed = [(1 - spec.smoothing) * m + spec.smoothing * (w / s0) for m, w in zip(moved, static)]
     lo = [spec.floors.get(n, 0.0) if ok else 0.0 for n, ok in zip(names, live)]
     hi = [spec.ceilings.get(n, 1.0) if ok else 0.0 for n, ok in zip(names, live)]
+    if caps is not None:
+        capped = [max(lo_, min(h, c)) for lo_, h, c in zip(lo, hi, caps)]
+        if sum(capped) >= 1:   # else no weights fit max_epochs to the end of the budget: the bounds alone
+            hi = capped
     return to_units(_project(mixed, lo, hi), spec.grid, live)
 
 
@@ -279,6 +285,17 @@ class AdaptivePolicy:
             return [int(last["units"][n]) for n in self.names]
         return to_units(self.static, self.grid, [w > 0 for w in self.static])
 
+    def epoch_caps(self, loader: Any) -> list[float]:
+        """Per source, the highest weight that keeps it within the mix's ``max_epochs`` to the
+        end of the token budget, given what it has drawn by the cursor (the check the plan makes
+        of a static mix, made at every update)."""
+        plan, at = loader.plan, loader.samples_committed
+        left = plan.total_samples - at
+        if left <= 0:
+            return [1.0] * len(self.names)
+        drawn = plan.counts_at(at)
+        return [max(0.0, plan.spec.max_epochs * nw - c) / left for nw, c in zip(plan.n_windows, drawn)]
+
     def update(self, step: int, loader: Any, val_loss: Mapping[str, float] | None) -> dict[str, Any]:
         """Compute (rank 0), broadcast and apply one update after ``step``; returns its history entry."""
         import torch.distributed as dist
@@ -287,7 +304,8 @@ class AdaptivePolicy:
         units: list[Any] = [None]
         if not dist.is_initialized() or dist.get_rank() == 0:
             ref = self.reference.at(step) if self.reference is not None else None
-            units[0] = next_weights(self.spec, self.names, self.current_units(loader.plan), self.static, losses, ref)
+            units[0] = next_weights(self.spec, self.names, self.current_units(loader.plan), self.static, losses, ref,
+                                    caps=self.epoch_caps(loader))
         if dist.is_initialized() and dist.get_world_size() > 1:
             dist.broadcast_object_list(units, src=0)
         entry = history_entry(step=step, at=loader.samples_committed, names=self.names, units=units[0],

@@ -167,3 +167,23 @@ def test_an_edited_policy_resumes_with_the_history_so_far(shards, tmp_path):
     resumed.load_state_dict(state)
     assert [c["at"] for c in resumed.mix_changes] == [6 * G] and [h["step"] for h in resumed.plan.history] == [4]
     assert np.array_equal(next(resumed)["input_ids"].numpy(), next(run)["input_ids"].numpy())
+
+
+def test_updates_keep_every_source_within_max_epochs(shards, tmp_path):
+    from trainer_bridge.adaptive import AdaptivePolicy
+
+    mix = write_adaptive(tmp_path / "m.yaml", shards, {"every": 4, "signal": "train", "eta": 50.0, "smoothing": 0.0})
+    doc = yaml.safe_load(mix.read_text())
+    doc["max_epochs"], doc["warn_epochs"], doc["token_budget"] = 3, 3, SEQ * 3000   # static: 1.9 epochs at most
+    mix.write_text(yaml.safe_dump(doc))
+    loader = _loader(mix)
+    policy = AdaptivePolicy(loader.plan, "cpu")
+    for _ in range(4):
+        next(loader)
+    # news has by far the highest loss: eta 50 would give it nearly everything, max_epochs caps it
+    loader.adaptive_acc = {"sum": [3.0, 3.0, 9.0], "count": [1.0, 1.0, 1.0]}
+    entry = policy.update(4, loader, None)
+    plan = loader.plan
+    end = plan.counts_at(plan.total_samples)
+    assert entry["units"]["news"] < 990
+    assert all(c <= 3 * nw + 2 for c, nw in zip(end, plan.n_windows)), (end, plan.n_windows)
