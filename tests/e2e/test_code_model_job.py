@@ -64,18 +64,22 @@ def test_four_kinds_into_shards_that_verify(code_model_run, repo_dir):
     for kind in KINDS:
         manifest = json.loads((out / "shards" / kind / "manifest.json").read_text())
         assert manifest["totals"]["tokens"] > 1000, (kind, manifest["totals"])
-    # the code's filters: the GPL tarball's license, the minified bundle, the fork
+    # the code's filters: the GPL tarball's license, a repository of generated stubs, the fork
     rejects = {(r["source"], r["repo"]): (r["reject_reason"], r["reject_detail"])
                for src in ("repos", "archives") for r in _rows(out / "rejects" / src) if r["path"] is None}
     assert rejects[("archives", "gpl-tool")][0] == "license:not_allowed"
-    assert rejects[("repos", "speedscope")][0] == "code_filter:minified"
+    assert rejects[("repos", "otel-proto")][0] == "repo_files:no_files"
     docs = {r["repo"]: r for r in _rows(out / "documents" / "repos")}
     assert rejects[("repos", "idna-fork")] == ("repo_dedup:fork", f"idna ({docs['idna']['id']})")
-    # repository documents: StarCoder2's format, files after their imports, the benchmark cut
+    # repository documents: StarCoder2's format, files after their imports, generated tables,
+    # license text and minified bundles taken out file by file, the benchmark cut
     idna = docs["idna"]["text"]
     assert idna.startswith("<repo_name>idna<file_sep>")
     order = [part.split("\n", 1)[0] for part in idna.split("<file_sep>")[1:]]
-    assert order.index("idna/idnadata.py") < order.index("idna/core.py") < order.index("idna/codec.py")
+    assert order.index("idna/intranges.py") < order.index("idna/core.py") < order.index("idna/codec.py")
+    assert not {"LICENSE.md", "idna/idnadata.py", "idna/uts46data.py"} & set(order)
+    speedscope = [part.split("\n", 1)[0] for part in docs["speedscope"]["text"].split("<file_sep>")[1:]]
+    assert speedscope and not any(p.endswith(".js") for p in speedscope)   # its three minified bundles
     assert "def check_bidi(" not in idna and "def check_label(" in idna
     # the separators are one special token each in the shards
     manifest = json.loads((out / "shards" / "repos" / "manifest.json").read_text())
