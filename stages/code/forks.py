@@ -154,9 +154,8 @@ def fork_clusters(t: pa.Table, *, threshold: float, bands: int, rows: int) -> pa
         c = col[by]
         starts = np.flatnonzero(np.r_[True, c[1:] != c[:-1]])
         ends = np.r_[starts[1:], n]
-        for s, e in zip(starts.tolist(), ends.tolist()):
-            if e - s < 2:
-                continue
+        shared = ends - starts >= 2                             # buckets of one: no candidates
+        for s, e in zip(starts[shared].tolist(), ends[shared].tolist()):
             head = int(by[s])
             for j in by[s + 1:e].tolist():
                 if int(np.count_nonzero(sig[head] == sig[j])) >= need:
