@@ -11,8 +11,9 @@ reader rejects a file holding a separator, ``read:separator``): each file is che
 :func:`datapipe.readers.code_lang.detect_language`, text), the document is rewritten with
 the files that pass, in the order they had, and a repository left with no file is
 dropped as ``repo_files:no_files`` (detail: how many files and the first one's reason).
-Counters per document: ``files_removed`` and ``bytes_removed`` (UTF-8 bytes of the
-removed files with their separators and paths). Any other document (a file, ``group:
+Counters per document: ``files_removed``, ``bytes_removed`` (UTF-8 bytes of the removed
+files with their separators and paths) and ``files_removed:<rule>`` per ``code_filter``
+rule (``files_removed:generated``, ``files_removed:minified``...). Any other document (a file, ``group:
 file``; a ``format: header`` repository) is judged whole, as ``code_filter`` would,
 with ``code_filter``'s reasons under this stage's name. The document's ``size`` and
 ``language`` columns stay the reader's (all its files).
@@ -96,6 +97,7 @@ class RepoFiles(RewriteFilterStage):
         new_texts = list(texts)
         removed = np.zeros(n, dtype=np.int64)
         removed_bytes = np.zeros(n, dtype=np.int64)
+        by_rule: dict[str, np.ndarray] = {}
         at = 0
         for i in range(n):
             if i not in split:
@@ -110,6 +112,8 @@ class RepoFiles(RewriteFilterStage):
                     continue
                 removed[i] += 1
                 removed_bytes[i] += len(f"{FILE_SEP}{path}\n{content}".encode("utf-8", "surrogatepass"))
+                rule = f"files_removed:{why[at + k].split('|', 1)[0]}"
+                by_rule.setdefault(rule, np.zeros(n, dtype=np.int64))[i] += 1
                 if first is None:
                     first = f"{path}: {why[at + k].replace('|', ' ', 1)}"
             at += len(doc_files)
@@ -119,4 +123,4 @@ class RepoFiles(RewriteFilterStage):
             elif removed[i]:
                 new_texts[i] = head + "".join(f"{FILE_SEP}{p}\n{c}" for p, c in kept)
         return Rewrite(texts=pa.array(new_texts, pa.string()), keep=keep, reasons=reasons,
-                       changes={"files_removed": removed, "bytes_removed": removed_bytes})
+                       changes={"files_removed": removed, "bytes_removed": removed_bytes, **by_rule})

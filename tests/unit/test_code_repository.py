@@ -308,6 +308,8 @@ def test_repo_files_takes_failing_files_out_of_a_repository_document(tmp_path):
     after = _files(out.texts[i].as_py())
     assert out.keep[i] and after == [(p, c) for p, c in before if p in passes]
     assert out.changes["files_removed"][i] == 4
+    assert {k: int(v[i]) for k, v in out.changes.items() if k.startswith("files_removed:")} == {
+        "files_removed:generated": 1, "files_removed:vendored": 2, "files_removed:trivial": 1}   # dist/: a build folder
     j = by_repo["stubs"]
     assert not out.keep[j] and out.reasons[j].startswith("no_files|1 file(s), all removed; first a_pb2.py: generated")
     assert not out.keep[-1] and out.reasons[-1].startswith("generated")
