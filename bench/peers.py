@@ -26,8 +26,9 @@ Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--siz
 (``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
 of ~4 MB, one per input file here, as datatrove's tasks are; ``--extractor cascade``: our
 ``extract`` stage's extractor in the warc workload, datatrove keeps its trafilatura;
-``--background-load N``: N busy processes spin beside each engine's run, the same load for
-both, to compare how each slows down on a shared machine). Needs the ``bench`` extra
+``--background-load N``: each pair runs twice, without and then with N busy processes
+spinning beside each engine's run, and each engine's slowdown is printed: how each copes
+with a shared machine, measured in one run). Needs the ``bench`` extra
 (datatrove, psutil). Besides wall time, each row has the CPU seconds of the engine's process
 tree (sampled from /proc, :func:`run_measured`).
 """
@@ -364,7 +365,7 @@ def main() -> None:
                     "datatrove always gets one task per input file")
     ap.add_argument("--extractor", help="our extract stage's extractor in the warc workload (default: the stage's)")
     ap.add_argument("--background-load", type=int, default=0, metavar="N",
-                    help="N busy processes spinning beside each engine's run (the same load for both)")
+                    help="run each pair without and then with N busy processes beside each engine; print the slowdowns")
     ap.add_argument("--datatrove", nargs=3, metavar=("WORKLOAD", "DATA", "WORK"), help=argparse.SUPPRESS)
     sys.path.insert(0, str(REPO))
     from bench import _smoke
@@ -388,30 +389,42 @@ def main() -> None:
                 docs = BUILDERS[workload](sh, n, data)
                 (work / "built.json").write_text(json.dumps({"docs": docs}))
             docs = json.loads((work / "built.json").read_text())["docs"]
-            load = os.getloadavg()[0]
-            spin = background_load(args.background_load)
-            try:
-                ours, our_kept, our_cpu = run_datapipe(workload, data, work, sh, args.split_mb, args.extractor)
-            finally:
-                stop_load(spin)
-            spin = background_load(args.background_load)
-            try:
-                theirs, their_kept, their_cpu = run_datatrove(workload, data, work, args.cpus)
-            finally:
-                stop_load(spin)
-            rows.append({"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_cpu_s": round(our_cpu, 2),
-                         "datapipe_kept": our_kept, "datatrove_s": round(theirs, 2), "datatrove_cpu_s": round(their_cpu, 2),
-                         "datatrove_kept": their_kept, "ratio": round(theirs / ours, 2),
-                         "extractor": args.extractor, "background_load": args.background_load,
-                         "load_before": load, "load_after": os.getloadavg()[0]})
-            print(f"{workload:<10} {docs:>7} {ours:>10.1f} {our_cpu:>7.1f} {docs / ours:>8.0f} {our_kept:>6} {theirs:>11.1f} "
-                  f"{their_cpu:>7.1f} {docs / theirs:>8.0f} {their_kept:>6} {theirs / ours:>5.2f}x   "
-                  f"(load {load:.1f} -> {os.getloadavg()[0]:.1f})", flush=True)
+            # with a background load: each engine first without it, then with it, so each
+            # row's slowdown (loaded / unloaded wall) is measured in this run
+            for spinners in ([0, args.background_load] if args.background_load else [0]):
+                load = os.getloadavg()[0]
+                spin = background_load(spinners)
+                try:
+                    ours, our_kept, our_cpu = run_datapipe(workload, data, work, sh, args.split_mb, args.extractor)
+                finally:
+                    stop_load(spin)
+                spin = background_load(spinners)
+                try:
+                    theirs, their_kept, their_cpu = run_datatrove(workload, data, work, args.cpus)
+                finally:
+                    stop_load(spin)
+                row = {"workload": workload, "docs": docs, "datapipe_s": round(ours, 2), "datapipe_cpu_s": round(our_cpu, 2),
+                       "datapipe_kept": our_kept, "datatrove_s": round(theirs, 2), "datatrove_cpu_s": round(their_cpu, 2),
+                       "datatrove_kept": their_kept, "ratio": round(theirs / ours, 2),
+                       "extractor": args.extractor, "background_load": spinners,
+                       "load_before": load, "load_after": os.getloadavg()[0]}
+                slow = ""
+                if spinners:
+                    base = rows[-1]
+                    row["datapipe_slowdown"] = round(ours / base["datapipe_s"], 2)
+                    row["datatrove_slowdown"] = round(theirs / base["datatrove_s"], 2)
+                    slow = (f"   slowdown with +{spinners} busy: datapipe {row['datapipe_slowdown']:.2f}x, "
+                            f"datatrove {row['datatrove_slowdown']:.2f}x")
+                rows.append(row)
+                print(f"{workload:<10} {docs:>7} {ours:>10.1f} {our_cpu:>7.1f} {docs / ours:>8.0f} {our_kept:>6} {theirs:>11.1f} "
+                      f"{their_cpu:>7.1f} {docs / theirs:>8.0f} {their_kept:>6} {theirs / ours:>5.2f}x   "
+                      f"(load {load:.1f} -> {os.getloadavg()[0]:.1f}){slow}", flush=True)
     (Path(args.work) / "results.json").write_text(json.dumps(rows, indent=2) + "\n")
     print("ratio = datatrove wall / datapipe wall (> 1: datapipe faster); both measured in this run; kept: "
           "documents each engine let through (the rule sets are each engine's own implementations); "
           "cpu s: CPU seconds of each engine's process tree; load: 1-minute load average before -> after the pair"
-          + (f"; {args.background_load} busy processes beside each run" if args.background_load else ""))
+          + (f"; each size ran without and then with {args.background_load} busy processes beside each engine"
+             if args.background_load else ""))
 
 
 if __name__ == "__main__":
