@@ -410,8 +410,13 @@ def run_unit(folder: str, key: str, names: Sequence[str], target: str, threads: 
         tail = (folder_p / "train.log").read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
         raise DatapipeError(f"mix search: the trainer failed on {folder} (exit {rc}); last lines of its train.log:\n"
                             + "\n".join(tail))
-    rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines() if line.strip()]
-    last = rows[-1]
+    steps = yaml.safe_load((folder_p / "train.yaml").read_text(encoding="utf-8"))["steps"]
+    rows = [json.loads(line) for line in metrics.read_text(encoding="utf-8").splitlines()
+            if line.strip()] if metrics.is_file() else []
+    last = rows[-1] if rows else {}
+    if last.get("step") != steps or not last.get("val_loss"):   # stopped early (SIGTERM / Ctrl-C): no result
+        raise DatapipeError(f"mix search: the trainer in {folder} stopped at step {last.get('step', 0)} of {steps} "
+                            "(interrupted?); run the same search again: finished runs are kept, this one reruns")
     val = {n: float(last["val_loss"][n]) for n in names}
     result = {"key": key, "steps": int(last["step"]), "train_loss": float(last["loss"]), "val_loss": val,
               "target": target_value(val, target)}
@@ -652,6 +657,10 @@ def _cmd_search(args: argparse.Namespace) -> int:
                            final_seeds=args.final_seeds, parallel=args.parallel, ray=args.ray,
                            cpus_per_unit=args.cpus_per_proxy, device=args.device)
         search(cfg, echo=lambda s: print(s, flush=True))
+    except KeyboardInterrupt:
+        print(f"interrupted: finished runs are kept under {args.out}; run the same command again to go on",
+              file=sys.stderr)
+        return 130
     except DatapipeError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
