@@ -33,6 +33,7 @@ ALLOWED = {
     "trainer_bridge/checkpoint.py": "DCP checkpoints on the trainer's local disk",
     "trainer_bridge/shards.py": "the loader's local hash cache (under a file lock)",
     "trainer_bridge/train.py": "the trainer's local metrics log",
+    "trainer_bridge/search.py": "a proxy run's local train.log (its trainer subprocess's output)",
     "trainer_bridge/mix.py": "`mix new` writes the mix file the user names on the command line",
 }
 
