@@ -223,7 +223,8 @@ def run_measured(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, flo
     """Run ``cmd``; (the completed process, wall seconds, CPU seconds of its process tree).
     CPU is user + system of the command and every process below it (Ray's daemons and
     workers, datatrove's pool), sampled from /proc every 0.25 s (psutil), each process's
-    last sample kept: a process that lives less than that between samples is missed."""
+    last sample kept: what a process spends after its last sample (at most 0.25 s of
+    its life) is missed."""
     import psutil
 
     seen: dict[tuple[int, float], float] = {}
@@ -246,7 +247,7 @@ def run_measured(cmd: list[str], **kw) -> tuple[subprocess.CompletedProcess, flo
                 try:
                     with p.oneshot():
                         c = p.cpu_times()
-                        seen[(p.pid, p.create_time())] = c.user + c.system + c.children_user + c.children_system
+                        seen[(p.pid, p.create_time())] = c.user + c.system   # not children_*: they are sampled themselves
                 except psutil.Error:
                     pass
             time.sleep(0.25)
