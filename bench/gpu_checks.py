@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -143,7 +144,18 @@ def resume(args) -> dict:
     return {"full": full, "resumed": resumed, "again": again, "verdict": verdict}
 
 
+def smoke() -> None:
+    """``--smoke`` (bench/_smoke.py): build a small shard set and run the resume check with a
+    2-layer model on the CPU (fp8 and the GPU are what the real run is for; this checks the script)."""
+    with tempfile.TemporaryDirectory(prefix="bench-smoke-gpu-") as tmp:
+        shards = Path(tmp) / "shards"
+        build(shards, Path(os.environ.get("DATAPIPE_SHARED", Path(__file__).resolve().parents[2] / "shared")), 20_000)
+        resume(argparse.Namespace(shards=shards, steps=4, at=2, batch=2, device="cpu", tiny=True))
+
+
 def main() -> None:
+    if "--smoke" in sys.argv[1:]:
+        return smoke()
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     b = sub.add_parser("build")
