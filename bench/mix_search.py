@@ -26,6 +26,20 @@ sys.path.insert(0, str(ROOT))
 from trainer_bridge.search import SearchConfig, justification, search  # noqa: E402
 
 
+def synthetic_mix(folder: Path) -> str:
+    """A two-source mix over random-token shards (``--smoke``: checks the bench, measures nothing)."""
+    import yaml
+
+    from bench.loader import synth_source
+
+    ms = [synth_source(folder / n, n, 40_000, 1 << 16, i) for i, n in enumerate(("a", "b"))]
+    mix = folder / "mix.yaml"
+    mix.write_text(yaml.safe_dump({"name": "smoke", "seq_len": 64, "token_budget": 64 * 16 * 10, "seed": 0,
+                                   "sources": [{"manifest": str(m), "weight": 0.5} for m in ms],
+                                   "validation": {"tokens": 256}}))
+    return str(mix)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mix", default=str(ROOT / "mixes/sample.yaml"))
@@ -40,7 +54,12 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--final-seeds", type=int, default=2)
     ap.add_argument("--parallel", type=int, default=1)
-    args = ap.parse_args()
+    from bench import _smoke
+
+    args = _smoke.parse(ap, {"mix": "<synthetic>", "out": "<tmp>", "proxies": 3, "steps": 3, "dim": 16,
+                             "layers": 1, "val_tokens": 256, "final_seeds": 1})
+    if args.mix == "<synthetic>":   # --smoke: two small synthetic sources through the real shard writer
+        args.mix = synthetic_mix(Path(args.out) / "data")
     if not (ROOT / "runs/sample/shards/wiki/manifest.json").is_file() and args.mix.endswith("mixes/sample.yaml"):
         print("runs/sample/shards is missing: run `make sample` first", file=sys.stderr)
         return 2

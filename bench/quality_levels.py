@@ -67,7 +67,10 @@ def main() -> None:
     ap.add_argument("--docs", type=int, nargs="+", default=[100_000, 1_000_000, 4_000_000])
     ap.add_argument("--scores", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--one", nargs=2, type=int, help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import _smoke
+
+    args = _smoke.parse(ap, {"docs": [10_000], "scores": [1, 2]})
     if args.one:
         print(json.dumps(one(*args.one)))
         return
