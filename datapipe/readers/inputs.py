@@ -203,12 +203,14 @@ class Input:
         return st.st_size
 
     def is_file(self) -> bool:
-        """Whether the path is a regular file inside the roots (no exception)."""
+        """Whether the path is a regular file inside the roots (no exception). A remote
+        key is asked for too: :meth:`check` only confines it (its open finds it missing),
+        and a key inside the roots is not yet an object there."""
         try:
             self.check()
+            return fs.is_local(self.path) or fs.is_file(self.path, self.storage)
         except (Refused, OSError):
             return False
-        return True
 
     def exists(self) -> bool:
         """Whether anything is at the path (metadata only: nothing is opened)."""

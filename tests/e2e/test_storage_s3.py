@@ -24,7 +24,7 @@ from datapipe import commit, fs
 pytestmark = pytest.mark.e2e
 
 NOT_COMPARED = {"report.json", "report.md", "drops.png", "_SUCCESS", "ray.log"}   # timings; job hash has mtimes
-CODE = ["json/*.py", "textwrap.py", "heapq.py", "bisect.py"]
+CODE = ["json/*.py", "textwrap.py", "heapq.py", "bisect.py", "LICENSE.txt"]   # the license file names the repo
 
 
 def _s3_spec(repo_dir: Path, tmp_path: Path, bucket: str) -> Path:
@@ -35,10 +35,11 @@ def _s3_spec(repo_dir: Path, tmp_path: Path, bucket: str) -> Path:
     stdlib = Path(sysconfig.get_paths()["stdlib"])
     for pat in CODE:
         for f in stdlib.glob(pat):
-            fs.write_bytes(f"{bucket}/stdlib/{f.relative_to(stdlib)}", f.read_bytes())
+            # under the stdlib folder's own name: the code reader names the repository after it
+            fs.write_bytes(f"{bucket}/{stdlib.name}/{f.relative_to(stdlib)}", f.read_bytes())
     text = (repo_dir / "jobs" / "sample.yaml").read_text()
     text = text.replace("[sample_data/", f"[{bucket}/sample_data/").replace(", sample_data/", f", {bucket}/sample_data/")
-    text = text.replace('"{stdlib}/', f'"{bucket}/stdlib/').replace("output: ../runs/sample", f"output: {bucket}/out")
+    text = text.replace('"{stdlib}/', f'"{bucket}/{stdlib.name}/').replace("output: ../runs/sample", f"output: {bucket}/out")
     body = "\n".join(ln for ln in text.splitlines() if not ln.lstrip().startswith("#"))
     assert "sample_data/" not in body.replace(f"{bucket}/sample_data/", "") and "{stdlib}" not in body
     spec = tmp_path / "jobs" / "sample.yaml"
