@@ -94,7 +94,11 @@ def test_every_registered_stage_is_documented(repo_dir):
     ends. Registering a stage without documenting it fails here, not in a user's hands."""
     import re
 
-    names = datapipe.stages()
+    from datapipe.plugins import stage_registry
+
+    # the bundled stages (the Ray tests add helper stages of their own to the registry in-process)
+    names = sorted(n for n, cls in stage_registry().items()
+                   if cls.__module__.split(".")[0] in {"stages", "datapipe", "trainer_bridge"})
     table = (repo_dir / "docs" / "stages.md").read_text(encoding="utf-8").split("| stage | kind |", 1)[1]
     rows = re.findall(r"^\| `([a-z_0-9]+)` \|", table.split("\n\n", 1)[0], flags=re.M)
     assert sorted(set(rows) - set(names)) == [], "docs/stages.md lists stages that are not registered"
