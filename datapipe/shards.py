@@ -76,9 +76,15 @@ def _verify_manifest(m: fmt.SourceManifest) -> list[str]:
 
 def _doc_lengths(m: fmt.SourceManifest) -> np.ndarray:
     """Length (EOS included) of every document of a source, split documents rejoined."""
+    return _joined_lengths(m.shards)
+
+
+def _joined_lengths(shards) -> np.ndarray:
+    """Length (EOS included) of every document in ``shards`` (consecutive shard records),
+    a document split across two shards counted once."""
     out: list[np.ndarray] = []
     carry = 0
-    for rec in m.shards:
+    for rec in shards:
         lengths = fmt.read_idx(rec.idx_path).lengths.astype(np.int64)
         if rec.first_doc_continued and len(lengths):
             lengths = lengths.copy()
@@ -345,20 +351,7 @@ def _checked_ids(m: fmt.SourceManifest, split: str, folder: Path | None, seed: i
 
 def _split_lengths(m: fmt.SourceManifest, split: str) -> np.ndarray:
     """Token counts (EOS included) of the split's documents, split documents joined."""
-    sub = [rec for i, rec in enumerate(m.shards) if _split_of(m, i) == split]
-    out: list[np.ndarray] = []
-    carry = 0
-    for rec in sub:
-        lengths = fmt.read_idx(rec.idx_path).lengths.astype(np.int64)
-        if rec.first_doc_continued and len(lengths):
-            lengths = lengths.copy()
-            lengths[0] += carry
-            carry = 0
-        if rec.last_doc_split and len(lengths):
-            carry += int(lengths[-1])
-            lengths = lengths[:-1]
-        out.append(lengths)
-    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+    return _joined_lengths(rec for i, rec in enumerate(m.shards) if _split_of(m, i) == split)
 
 
 def tokenizer_for(m: fmt.SourceManifest, tokenizer: str | None,
