@@ -29,8 +29,9 @@ running interpreter's standard library, real code on every machine), ``{shared}`
 
 Every relative path in a spec is relative to the spec file's folder, whatever the
 working directory: source ``paths``, ``output``, and the stage config values that name a
-file or folder (:func:`is_path_key`: ``model``, ``models``, ``tokenizer``, ``cutoffs`` and
-keys ending in ``_path``, ``_dir``, ``_in`` or ``_out``). Only ``--output`` on the
+file or folder (:func:`is_path_key`: ``model``, ``models``, ``tokenizer``, ``cutoffs``,
+``eval_sets``, ``index``, ``block_files``, ``allow_files``, ``tag_files`` and keys ending in
+``_path``, ``_dir``, ``_in`` or ``_out``). Only ``--output`` on the
 command line is relative to where the user is.
 """
 
