@@ -609,7 +609,15 @@ class AtomicFile:
     object appears whole when its upload completes); a failed one is deleted.
 
     Use as a context manager (commits on success, aborts on an exception) or call
-    :meth:`commit`/:meth:`abort`. ``write`` errors name the target path."""
+    :meth:`commit`/:meth:`abort`. ``write`` errors name the target path.
+
+    The one atomic write of datapipe: every file written whole (outputs, artifacts,
+    manifests, shards, checkpoint markers, caches, a mix file) goes through it, so the
+    fsync, the file mode and the clean-up after a failure are decided here once.
+    ``tmp`` is the local temporary file (None on an object store): after :meth:`flush`
+    a caller may read it back by path before committing (the shard writer verifies a
+    shard before it gets its name), or :meth:`abort` instead (a re-run that found the
+    same bytes already under the name)."""
 
     def __init__(self, uri: str, storage: StorageOptions | None = None) -> None:
         self.uri, self.storage = uri, storage
@@ -708,6 +716,54 @@ def write_bytes(uri: str, data: bytes, storage: StorageOptions | None = None) ->
         out.write(data)
 
 
+def fsync_dir(uri: str) -> None:
+    """Make the renames done in local folder ``uri`` durable (a crash after it keeps
+    them); a no-op on object stores and where the platform cannot fsync a folder."""
+    if not is_local(uri):
+        return
+    try:
+        fd = os.open(local_path(uri), os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def open_log(uri: str, *, append: bool = True, encoding: str | None = "utf-8") -> Any:
+    """A local file written as it goes, for logs and metrics streams a user (or a
+    subprocess, given it as ``stdout``) watches while it grows: appended to
+    (``append``) or started empty, its folder created; text with ``encoding``, binary
+    when it is None. Not atomic (a reader may see a partial last line) and local only:
+    an object store has no append, so a URI raises ``ValueError`` naming it."""
+    if not is_local(uri):
+        raise ValueError(f"{uri}: a log file must be a local path (object stores cannot append); "
+                         "write it locally and upload it when done")
+    path = local_path(uri)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    mode = ("a" if append else "w") + ("" if encoding else "b")
+    return open(path, mode, encoding=encoding)
+
+
+@contextlib.contextmanager
+def lock(uri: str) -> Iterator[None]:
+    """Hold an exclusive lock on local file ``uri`` (created if absent) for the block:
+    processes sharing a local file (a cache several trainers update) take turns.
+    Advisory (``flock``); local only (``ValueError`` for a URI)."""
+    import fcntl
+
+    if not is_local(uri):
+        raise ValueError(f"{uri}: a lock file must be a local path")
+    path = local_path(uri)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "a") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        yield
+
+
 def create_exclusive(uri: str, data: bytes, storage: StorageOptions | None = None) -> bool:
     """Create ``uri`` with ``data`` unless it exists (False then). Atomic locally
     (``O_EXCL``); best effort on object stores (no conditional PUT through pyarrow)."""
@@ -791,6 +847,14 @@ def delete_file(uri: str, storage: StorageOptions | None = None) -> None:
         pass
 
 
+def delete(uri: str, storage: StorageOptions | None = None) -> None:
+    """Delete a file, or a folder / prefix and everything below it; absent is fine."""
+    if is_file(uri, storage):
+        delete_file(uri, storage)
+    else:
+        delete_tree(uri, storage)
+
+
 def delete_tree(uri: str, storage: StorageOptions | None = None) -> None:
     """Delete a folder / every object under a prefix; absent is fine."""
     if is_local(uri):
@@ -821,20 +885,13 @@ def local_copy(uri: str, storage: StorageOptions | None = None, *, sha256_hex: s
     dest = os.path.join(folder, key + "-" + basename(uri))
     if os.path.isfile(dest) and os.path.getsize(dest) == st.size:
         return dest
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".dl-", dir=folder)
     h = hashlib.sha256()
-    try:
-        with os.fdopen(fd, "wb") as out, open_input(uri, storage) as src:
-            for chunk in iter(lambda: src.read(_BUFFER), b""):
-                h.update(chunk)
-                out.write(chunk)
+    with open_input(uri, storage) as src, AtomicFile(dest) as out:
+        for chunk in iter(lambda: src.read(_BUFFER), b""):
+            h.update(chunk)
+            out.write(chunk)
         if sha256_hex is not None and h.hexdigest() != sha256_hex:
             raise OSError(f"{uri}: content sha256 {h.hexdigest()} != expected {sha256_hex}")
-        os.replace(tmp, dest)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     log.info("cached %s -> %s", uri, dest)
     return dest
 
@@ -874,10 +931,10 @@ def local_tree(uri: str, storage: StorageOptions | None = None) -> str:
 class Location:
     """A place in storage: a URI (or local path) plus the options that reach it.
 
-    Small, frozen and picklable (options hold no secrets), so it travels to Ray workers
-    in a task's arguments; each worker builds its own filesystem from it (cached per
-    process). The one handle stages and engine code get for user data: the stage
-    context carries one, and every method goes through this module."""
+    Being removed (issue #41: one storage API): the module functions take the same
+    ``(uri, storage)`` pair and are what code uses; this class stays only until its last
+    callers (``datapipe/passes.py``, ``StageContext.work``, ``stages/dedup``) have moved
+    to them. Each method is one of those functions."""
 
     uri: str
     storage: StorageOptions | None = None
@@ -921,10 +978,7 @@ class Location:
 
     def delete(self) -> None:
         """This file, or the folder and everything below it; absent is fine."""
-        if self.is_file():
-            delete_file(self.uri, self.storage)
-        else:
-            delete_tree(self.uri, self.storage)
+        delete(self.uri, self.storage)
 
 
 def storage_from_mapping(raw: Mapping[str, Any] | None, *, where: str) -> StorageOptions:

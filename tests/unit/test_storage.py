@@ -238,23 +238,62 @@ def test_committed_files_are_readable_by_others_and_a_failed_write_leaves_nothin
     assert sorted(os.listdir(tmp_path)) == ["out"]   # no part.parquet, no .tmp
 
 
-def test_location_is_picklable_and_reaches_files_through_the_layer(tmp_path):
-    import pickle
-
+def test_module_functions_reach_files_through_the_layer(tmp_path):
+    """The one storage API: ``(uri, storage)`` into the module functions. What pyarrow
+    writes into an AtomicFile reads back through resolve(); delete() takes a file or a
+    folder."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    root = fs.Location(str(tmp_path / "work"), fs.StorageOptions(s3=fs.S3Options(region="eu-west-1")))
-    again = pickle.loads(pickle.dumps(root))
-    assert again == root and again.join("a", "b.txt").uri == str(tmp_path / "work" / "a" / "b.txt")
-    with again.join("a", "t.parquet").open_write() as f:
+    storage = fs.StorageOptions(s3=fs.S3Options(region="eu-west-1"))
+    root = str(tmp_path / "work")
+    with fs.AtomicFile(fs.join(root, "a", "t.parquet"), storage) as f:
         pq.write_table(pa.table({"x": [1, 2]}), f)
-    again.join("a", "b.txt").write_bytes(b"hi")
-    assert root.list(suffix=".parquet") == [str(tmp_path / "work" / "a" / "t.parquet")]
-    assert root.glob("*/*.txt") == [str(tmp_path / "work" / "a" / "b.txt")]
-    fsys, path = root.join("a", "t.parquet").filesystem()
+    fs.write_bytes(fs.join(root, "a", "b.txt"), b"hi", storage)
+    assert [f for f in fs.list_files(root, storage) if f.endswith(".parquet")] == [str(tmp_path / "work" / "a" / "t.parquet")]
+    assert fs.glob(fs.join(root, "*/*.txt"), storage) == [str(tmp_path / "work" / "a" / "b.txt")]
+    fsys, path = fs.resolve(fs.join(root, "a", "t.parquet"), storage)
     assert pq.read_table(path, filesystem=fsys).column("x").to_pylist() == [1, 2]
-    with root.join("a", "b.txt").open_read() as fh:
-        assert fh.read() == b"hi"
-    root.join("a").delete()
-    assert not root.join("a").exists() and root.list() == []
+    assert fs.read_bytes(fs.join(root, "a", "b.txt"), storage) == b"hi"
+    fs.delete(fs.join(root, "a", "b.txt"), storage)
+    assert fs.list_files(root, storage) == [str(tmp_path / "work" / "a" / "t.parquet")]
+    fs.delete(fs.join(root, "a"), storage)
+    fs.delete(fs.join(root, "a"), storage)   # absent is fine
+    assert not fs.exists(fs.join(root, "a"), storage) and fs.list_files(root, storage) == []
+
+
+def test_atomic_file_can_be_read_back_before_it_is_committed_or_dropped(tmp_path):
+    """The shard writer's use: verify the temporary file by path, then name it, or keep
+    what a re-run already wrote there."""
+    target = tmp_path / "s" / "shard.bin"
+    out = fs.AtomicFile(str(target))
+    out.write(b"tokens")
+    out.flush()
+    assert Path(out.tmp).read_bytes() == b"tokens" and not target.exists()
+    out.commit()
+    assert target.read_bytes() == b"tokens" and os.listdir(target.parent) == ["shard.bin"]
+    again = fs.AtomicFile(str(target))
+    again.write(b"other")
+    again.abort()
+    assert target.read_bytes() == b"tokens" and os.listdir(target.parent) == ["shard.bin"]
+
+
+def test_log_files_append_and_lock_serialises(tmp_path):
+    log = str(tmp_path / "logs" / "metrics.jsonl")
+    with fs.open_log(log) as f:
+        f.write("1\n")
+    with fs.open_log(log) as f:
+        f.write("2\n")
+    assert Path(log).read_text() == "1\n2\n"
+    with fs.open_log(log, append=False, encoding=None) as f:
+        f.write(b"3\n")
+    assert Path(log).read_text() == "3\n"
+    with pytest.raises(ValueError, match="s3://b/log.jsonl.*local path"):
+        fs.open_log("s3://b/log.jsonl")
+    # a second process cannot take the lock while this one holds it
+    lock = str(tmp_path / "cache.lock")
+    probe = ("import fcntl, sys\nf = open(sys.argv[1], 'a')\ntry:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+             "except BlockingIOError:\n    sys.exit(3)\n")
+    with fs.lock(lock):
+        assert subprocess.run([sys.executable, "-c", probe, lock]).returncode == 3
+    assert subprocess.run([sys.executable, "-c", probe, lock]).returncode == 0
