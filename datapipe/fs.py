@@ -733,19 +733,38 @@ def fsync_dir(uri: str) -> None:
         os.close(fd)
 
 
-def open_log(uri: str, *, append: bool = True, encoding: str | None = "utf-8") -> Any:
-    """A local file written as it goes, for logs and metrics streams a user (or a
-    subprocess, given it as ``stdout``) watches while it grows: appended to
-    (``append``) or started empty, its folder created; text with ``encoding``, binary
-    when it is None. Not atomic (a reader may see a partial last line) and local only:
-    an object store has no append, so a URI raises ``ValueError`` naming it."""
+def open_stream(uri: str, *, append: bool = True, encoding: str | None = "utf-8") -> Any:
+    """A local file written as it goes, not whole: a log or metrics stream a user
+    watches grow, a subprocess's output (given as its ``stdout``), a private working
+    file fed line by line. Appended to (``append``) or started empty, its folder
+    created; text with ``encoding``, binary when it is None. Not atomic (a reader may
+    see a partial last line; use :class:`AtomicFile` for a file that must appear whole)
+    and local only: an object store has no append, so a URI raises ``ValueError``."""
     if not is_local(uri):
-        raise ValueError(f"{uri}: a log file must be a local path (object stores cannot append); "
-                         "write it locally and upload it when done")
+        raise ValueError(f"{uri}: a file written as it goes must be a local path (object stores cannot "
+                         "append); write it locally and upload it when done")
     path = local_path(uri)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     mode = ("a" if append else "w") + ("" if encoding else "b")
     return open(path, mode, encoding=encoding)
+
+
+def move_into_place(src: str, uri: str, storage: StorageOptions | None = None) -> None:
+    """Make the finished local file ``src`` (one a library or a subprocess wrote by path:
+    a fastText or KenLM model) the file ``uri``, whole or not at all, as
+    :class:`AtomicFile` does for bytes written through it: locally fsynced and renamed
+    onto ``uri`` (``src`` must be on the same filesystem, best beside it); on an object
+    store uploaded as one object, then ``src`` removed."""
+    if is_local(uri):
+        fd = os.open(src, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(src, local_path(uri))
+        return
+    upload_file(src, uri, storage)
+    os.unlink(src)
 
 
 @contextlib.contextmanager

@@ -278,18 +278,27 @@ def test_atomic_file_can_be_read_back_before_it_is_committed_or_dropped(tmp_path
     assert target.read_bytes() == b"tokens" and os.listdir(target.parent) == ["shard.bin"]
 
 
-def test_log_files_append_and_lock_serialises(tmp_path):
+def test_a_file_a_library_wrote_moves_into_place_whole(tmp_path):
+    src = tmp_path / "models" / ".model.bin.tmp123"
+    src.parent.mkdir()
+    src.write_bytes(b"weights")
+    fs.move_into_place(str(src), str(tmp_path / "models" / "model.bin"))
+    assert os.listdir(tmp_path / "models") == ["model.bin"]
+    assert (tmp_path / "models" / "model.bin").read_bytes() == b"weights"
+
+
+def test_streamed_files_append_and_lock_serialises(tmp_path):
     log = str(tmp_path / "logs" / "metrics.jsonl")
-    with fs.open_log(log) as f:
+    with fs.open_stream(log) as f:
         f.write("1\n")
-    with fs.open_log(log) as f:
+    with fs.open_stream(log) as f:
         f.write("2\n")
     assert Path(log).read_text() == "1\n2\n"
-    with fs.open_log(log, append=False, encoding=None) as f:
+    with fs.open_stream(log, append=False, encoding=None) as f:
         f.write(b"3\n")
     assert Path(log).read_text() == "3\n"
     with pytest.raises(ValueError, match="s3://b/log.jsonl.*local path"):
-        fs.open_log("s3://b/log.jsonl")
+        fs.open_stream("s3://b/log.jsonl")
     # a second process cannot take the lock while this one holds it
     lock = str(tmp_path / "cache.lock")
     probe = ("import fcntl, sys\nf = open(sys.argv[1], 'a')\ntry:\n    fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
