@@ -296,13 +296,14 @@ def measure(job: str) -> None:
     import ray
     from ray._private.internal_api import get_state_from_address
 
-    from datapipe.runner import ensure_ray, run_job
+    from datapipe.ray_session import ensure_ray
+    from datapipe.runner import run_job
     from datapipe.spec import load_job
 
-    import datapipe.runner as runner
+    import datapipe.phases as phases
 
     ids_check: dict[str, float] = {"check_s": 0.0, "total_s": 0.0, "rerun_splits": 0}
-    unique_ids, find_duplicates = runner._unique_ids, runner.find_duplicates
+    unique_ids, find_duplicates = phases._unique_ids, phases.find_duplicates
 
     def timed_check(*a, **k):   # the id check's pass (the driver's wall time)
         t0 = time.perf_counter()
@@ -317,7 +318,7 @@ def measure(job: str) -> None:
         ids_check["total_s"] += time.perf_counter() - t0
         return recs
 
-    runner._unique_ids, runner.find_duplicates = timed_unique, timed_check
+    phases._unique_ids, phases.find_duplicates = timed_unique, timed_check
     spec = load_job(job)
     ensure_ray(spec)
     state = get_state_from_address(ray.get_runtime_context().gcs_address)

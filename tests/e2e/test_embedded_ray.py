@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 NICENESS = """
 import json, os, sys
-from datapipe.runner import ensure_ray, stop_ray
+from datapipe.ray_session import ensure_ray, stop_ray
 from datapipe.spec import load_job
 import ray
 
