@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from datapipe import schema as S  # noqa: E402
-from stages.basic import LengthConfig, LengthFilter, Normalize  # noqa: E402
+from stages.heuristics.basic import LengthConfig, LengthFilter, Normalize  # noqa: E402
 
 
 def _texts(shared: Path, n: int) -> list[str]:

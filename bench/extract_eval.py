@@ -59,7 +59,7 @@ import time  # noqa: E402
 import trafilatura  # noqa: E402
 
 from datapipe.schema import make_batch  # noqa: E402
-from stages._extractors import EXTRACTORS  # noqa: E402
+from stages.extract.extractors import EXTRACTORS  # noqa: E402
 from stages.extract import Extract, ExtractConfig  # noqa: E402
 
 

@@ -25,8 +25,8 @@ sys.path.insert(0, str(REPO))
 import pyarrow as pa  # noqa: E402
 
 from datapipe import schema as S  # noqa: E402
-from stages.expr import FilterExpr, FilterExprConfig  # noqa: E402
-from stages.langid import LangId  # noqa: E402
+from stages.heuristics.filter_expr import FilterExpr, FilterExprConfig  # noqa: E402
+from stages.models.langid import LangId  # noqa: E402
 
 RULES = ('language == "en" and len(text) > 500',
          '(language == "en" and len(text) > 500) or metadata.ppl < 330')

@@ -7,7 +7,7 @@ runner's default batch size).
 
 * **stage** – ``Stage.process(batch)``, exactly what a worker runs;
 * **baseline** – the same rules as a plain per-document Python loop
-  (:mod:`stages._reference`, the readable statement of each rule); for ``langid`` a loop
+  (:mod:`stages.heuristics.reference`, the readable statement of each rule); for ``langid`` a loop
   calling fastText once per document.
 
 Each is timed ``--repeats`` times, alternating, in this single process, as CPU time
@@ -39,14 +39,14 @@ import os  # noqa: E402
 import re  # noqa: E402
 import time  # noqa: E402
 
-from stages import _fasttext as fasttext_compat  # noqa: E402
+from stages.models import fasttext as fasttext_compat  # noqa: E402
 from datapipe.schema import make_batch  # noqa: E402
-from stages import _reference as R  # noqa: E402
-from stages.c4 import C4, C4Config, load_bad_words  # noqa: E402
-from stages.fineweb import FineWeb  # noqa: E402
-from stages.gopher_quality import GopherQuality  # noqa: E402
-from stages.gopher_repetition import GopherRepetition  # noqa: E402
-from stages.langid import LangId, LangIdConfig  # noqa: E402
+from stages.heuristics import reference as R  # noqa: E402
+from stages.heuristics.c4 import C4, C4Config, load_bad_words  # noqa: E402
+from stages.heuristics.fineweb import FineWeb  # noqa: E402
+from stages.heuristics.gopher_quality import GopherQuality  # noqa: E402
+from stages.heuristics.gopher_repetition import GopherRepetition  # noqa: E402
+from stages.models.langid import LangId, LangIdConfig  # noqa: E402
 
 
 def shared_dir() -> Path:

@@ -50,14 +50,14 @@ from collections import Counter  # noqa: E402
 
 import pyarrow as pa  # noqa: E402
 
-from stages import _fasttext as fasttext_compat  # noqa: E402
+from stages.models import fasttext as fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
-from stages import _datatrove as DT  # noqa: E402
-from stages import _lang as L  # noqa: E402
-from stages.c4 import C4, C4Config  # noqa: E402
-from stages.fineweb import FineWeb, FineWebConfig  # noqa: E402
-from stages.gopher_quality import GopherQuality, GopherQualityConfig  # noqa: E402
-from stages.gopher_repetition import GopherRepetition, GopherRepetitionConfig  # noqa: E402
+from stages.heuristics import datatrove_mode as DT  # noqa: E402
+from stages.heuristics import languages as L  # noqa: E402
+from stages.heuristics.c4 import C4, C4Config  # noqa: E402
+from stages.heuristics.fineweb import FineWeb, FineWebConfig  # noqa: E402
+from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig  # noqa: E402
+from stages.heuristics.gopher_repetition import GopherRepetition, GopherRepetitionConfig  # noqa: E402
 
 #: datatrove's reason -> our rule name
 DT_RULES = {

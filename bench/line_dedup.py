@@ -47,7 +47,7 @@ def load_docs(books: int, doc_lines: int) -> list[str]:
 
 def baseline(docs: list[str], cfg) -> dict[int, list[int]]:
     """Read order, one set: the unit indices each document loses."""
-    from stages.line_dedup import normalise, split_units
+    from stages.dedup.lines import normalise, split_units
 
     seen: set[str] = set()
     removed: dict[int, list[int]] = {}
@@ -69,7 +69,7 @@ def ours(docs: list[str], cfg, split_docs: int, work: Path, on_ray: bool) -> tup
 
     from datapipe import schema as S
     from datapipe.passes import SIDE, PassExecutor
-    from stages.line_dedup import LineDedup
+    from stages.dedup.lines import LineDedup
 
     stage = LineDedup(cfg)
     files = []
@@ -102,11 +102,11 @@ def main() -> None:
     ap.add_argument("--parts", type=int, default=1)
     ap.add_argument("--repeat", type=int, default=3)
     args = _smoke.parse(ap, {"books": 3, "repeat": 1, "split_docs": 5})
-    from stages.line_dedup import LineDedupConfig
+    from stages.dedup.lines import LineDedupConfig
 
     cfg = LineDedupConfig(unit=args.unit, min_chars=args.min_chars, parts=args.parts)
     docs = load_docs(args.books, args.doc_lines)
-    from stages.line_dedup import split_units
+    from stages.dedup.lines import split_units
 
     units = sum(len(split_units(d, args.unit)[0]) for d in docs)
     if args.ray:

@@ -38,12 +38,12 @@ sys.path.insert(0, str(REPO))
 
 import numpy as np  # noqa: E402
 
-from stages import _fasttext as fasttext_compat  # noqa: E402
+from stages.models import fasttext as fasttext_compat  # noqa: E402
 from datapipe import schema as S  # noqa: E402
-from stages import _corpus as corpus  # noqa: E402
-from stages._card import read_card  # noqa: E402
-from stages.perplexity.score import load_kenlm  # noqa: E402
-from stages._textnorm import TextNorm  # noqa: E402
+from stages.models import training_text as corpus  # noqa: E402
+from stages.models.model_card import read_card  # noqa: E402
+from stages.models.perplexity.score import load_kenlm  # noqa: E402
+from stages.models.textnorm import TextNorm  # noqa: E402
 
 
 def shared_dir() -> Path:
@@ -66,8 +66,8 @@ def documents(n: int) -> list[str]:
 
 
 def train_models(tmp: str) -> tuple[str, str]:
-    from stages.perplexity.train import train_lm
-    from stages.quality.train import QualityTrainConfig, train_quality
+    from stages.models.perplexity.train import train_lm
+    from stages.models.quality.train import QualityTrainConfig, train_quality
 
     c = shared_dir() / "corpora"
     q = os.path.join(tmp, "quality.bin")
@@ -104,8 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             ap.error("give both --quality-dir and --lm-dir")
         return by_language(args)
 
-    from stages.perplexity import PerplexityConfig, PerplexityFilter
-    from stages.quality import QualityConfig, QualityFilter
+    from stages.models.perplexity import PerplexityConfig, PerplexityFilter
+    from stages.models.quality import QualityConfig, QualityFilter
 
     with tempfile.TemporaryDirectory() as tmp:
         qpath, lmpath = args.quality_model, args.lm_model
@@ -181,9 +181,9 @@ def by_language(args: argparse.Namespace) -> int:
     """The stages with ``models_dir`` vs a per-language loop, on real pages."""
     import pyarrow as pa
 
-    from stages._bylang import identifier, models_in_dir
-    from stages.perplexity import PerplexityConfig, PerplexityFilter
-    from stages.quality import QualityConfig, QualityFilter
+    from stages.models.by_language import identifier, models_in_dir
+    from stages.models.perplexity import PerplexityConfig, PerplexityFilter
+    from stages.models.quality import QualityConfig, QualityFilter
 
     c = shared_dir() / "corpora"
     texts = [d.text for d in corpus.iter_docs([str(c / "web" / "html" / "*.html.gz")]) if d.text.strip()]

@@ -40,9 +40,9 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from stages import _fasttext as fasttext_compat  # noqa: E402
-from stages.quality.train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
-from stages._textnorm import TextNorm  # noqa: E402
+from stages.models import fasttext as fasttext_compat  # noqa: E402
+from stages.models.quality.train import QualityTrainConfig, positive_scores, roc_auc, train_quality  # noqa: E402
+from stages.models.textnorm import TextNorm  # noqa: E402
 
 
 def _devset():

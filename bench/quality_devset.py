@@ -8,7 +8,7 @@ The labels live in ``bench/data/quality_dev/labels.jsonl`` (rubric beside it,
      "key": null, "start": 0, "end": null, "sha256": "...", "label": 1, ...}
 
 ``path`` (relative to ``corpora/``) and ``format`` name the file and reader
-(:mod:`stages._corpus`; ``zip`` for a member of a zip archive, named by ``key``);
+(:mod:`stages.models.training_text`; ``zip`` for a member of a zip archive, named by ``key``);
 ``key`` picks the document inside a multi-document file (a JSONL line number, a WARC
 target URI); ``start``/``end`` cut an excerpt out of a long text (books, web-text
 logs). ``sha256`` is the hash of (the letters and digits of) the text the label was given for: a reader or
@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from datapipe.readers.iterate import guess_format
-from stages import _corpus as corpus
+from stages.models import training_text as corpus
 
 HERE = Path(__file__).resolve().parent
 LABELS = HERE / "data" / "quality_dev" / "labels.jsonl"

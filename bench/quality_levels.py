@@ -1,4 +1,4 @@
-"""``quality_levels``' decisions pass (:func:`stages.quality_levels.assign_levels`) on
+"""``quality_levels``' decisions pass (:func:`stages.models.quality_levels.assign_levels`) on
 synthetic side rows as the runner writes them (id hash, group, ``_split``, ``_row``, one
 or two oriented scores with ties): CPU seconds and peak memory as the corpus grows, beside
 a bare ``numpy.argsort`` of the same scores (the floor of any exact quantile) measured in
@@ -34,7 +34,7 @@ def one(n: int, k: int) -> dict:
     import numpy as np
     import pyarrow as pa
 
-    from stages.quality_levels import assign_levels
+    from stages.models.quality_levels import assign_levels
 
     base = _peak()
     rng = np.random.default_rng(0)

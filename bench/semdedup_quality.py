@@ -308,7 +308,7 @@ def run_semantic(docs: list[dict], emb: np.ndarray, work: Path, **cfg) -> tuple[
     declared passes (in this process at this size)."""
     from datapipe.passes import run_declared
     from datapipe.stage import StageContext
-    from stages.semdedup import SemanticDedup, SemanticDedupConfig
+    from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
 
     shutil.rmtree(work, ignore_errors=True)
     stage = SemanticDedup(SemanticDedupConfig(source_priority=PRIORITY, **cfg))
@@ -357,7 +357,7 @@ def main() -> None:
 
     args = _smoke.parse(ap, {"pairs": 12, "out": "<tmp>", "sweep": "0.9"})
     from stages.models.embed import encode_texts
-    from stages.semdedup import SemanticDedupConfig
+    from stages.dedup.semantic import SemanticDedupConfig
     from tests.minilm import minilm_dir
 
     out = Path(args.out)

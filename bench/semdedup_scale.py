@@ -64,7 +64,7 @@ def run(files: list[str], work: Path, **cfg) -> tuple[dict[str, float], float, i
 
     from datapipe.passes import run_declared
     from datapipe.stage import StageContext
-    from stages.semdedup import SemanticDedup, SemanticDedupConfig
+    from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
 
     shutil.rmtree(work, ignore_errors=True)
     stage = SemanticDedup(SemanticDedupConfig(local_rows=10**9, **cfg))

@@ -2,7 +2,7 @@
 process (:func:`write_shards`), as the benchmarks and the writer's unit tests use it.
 
 A job does not go through here: the ``tokenize`` stage's sink
-(:mod:`stages.tokenize.shards`) writes each read split's shards in its own task. This
+(:mod:`stages.tokenize.shard_sink`) writes each read split's shards in its own task. This
 driver-side path sorts every source's documents (Ray sorts a Ray Dataset; tables are
 sorted in memory) and feeds :class:`stages.tokenize.writer.SourceShardWriter` one source
 at a time, checking on the way that the order holds and that an id never carries two

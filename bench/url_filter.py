@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
 
 from datapipe import schema as S  # noqa: E402
-from stages.url_filter import Matcher, UrlFilter, UrlFilterConfig, parse_list  # noqa: E402
+from stages.heuristics.url_filter import Matcher, UrlFilter, UrlFilterConfig, parse_list  # noqa: E402
 
 
 def _shared() -> Path:

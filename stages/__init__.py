@@ -8,29 +8,29 @@ filter" in docs/engine.md). The engine finds this dict through the ``stages`` pl
 from __future__ import annotations
 
 from datapipe.stage import Stage
-from stages.basic import LengthFilter, Normalize
-from stages.c4 import C4
+from stages.heuristics.basic import LengthFilter, Normalize
+from stages.heuristics.c4 import C4
 from stages.code import CodeFilter, LicenseFilter, RepoMetaFilter
 from stages.code.forks import RepoDedup
 from stages.code.repo_files import RepoFiles
 from stages.decontam import Decontaminate
 from stages.dedup import Dedup
-from stages.expr import FilterExpr
+from stages.heuristics.filter_expr import FilterExpr
 from stages.extract import Extract
-from stages.fineweb import FineWeb
-from stages.gopher_quality import GopherQuality
-from stages.gopher_repetition import GopherRepetition
-from stages.langid import LangId
-from stages.latest_version import LatestVersion
-from stages.line_dedup import LineDedup
+from stages.heuristics.fineweb import FineWeb
+from stages.heuristics.gopher_quality import GopherQuality
+from stages.heuristics.gopher_repetition import GopherRepetition
+from stages.models.langid import LangId
+from stages.dedup.latest_version import LatestVersion
+from stages.dedup.lines import LineDedup
 from stages.models.stage import Classify, Embed
-from stages.perplexity import PerplexityFilter
+from stages.models.perplexity import PerplexityFilter
 from stages.pii import PiiStage
-from stages.quality import QualityFilter
-from stages.quality_levels import QualityLevels
-from stages.semdedup import SemanticDedup
+from stages.models.quality import QualityFilter
+from stages.models.quality_levels import QualityLevels
+from stages.dedup.semantic import SemanticDedup
 from stages.tokenize import Tokenize
-from stages.url_filter import UrlFilter
+from stages.heuristics.url_filter import UrlFilter
 
 REGISTRY: dict[str, type[Stage]] = {
     "extract": Extract,

@@ -19,10 +19,10 @@ def stages() -> Mapping[str, type[Stage]]:
 def add_cli(subparsers: argparse._SubParsersAction) -> None:
     from datapipe.shards import add_cli as add_shards_cli
     from stages.tokenize.identity import load_for_decoding
-    from stages.perplexity.cli import add_cli as add_lm_cli
-    from stages.quality.train import add_cli as add_quality_cli
+    from stages.models.perplexity.cli import add_cli as add_lm_cli
+    from stages.models.quality.train import add_cli as add_quality_cli
     from stages.tokenize.train import add_cli as add_tokenizer_cli
-    from stages.langid import packaged_model_path
+    from stages.models.langid import packaged_model_path
 
     add_shards_cli(subparsers, load=load_for_decoding)   # the engine's verify/inspect, with our tokenizers
     add_tokenizer_cli(subparsers)

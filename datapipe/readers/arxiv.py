@@ -50,7 +50,7 @@ format) when given. The id key is ``<id>v<version>``, so two versions are two id
 ``versions: latest`` (default) keeps the newest version of each id *within one input
 file* (a bulk tar, or one folder's files in one split); older ones are rejects
 ``read:old_version`` naming the newer. The engine reads splits independently, so across
-input files the job adds the global stage ``latest_version`` (stages/latest_version.py:
+input files the job adds the global stage ``latest_version`` (stages/dedup/latest_version.py:
 highest ``version`` per ``arxiv_id`` of the metadata, over the whole corpus; see
 docs/readers.md). ``versions: all`` keeps every version.
 

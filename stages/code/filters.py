@@ -80,8 +80,8 @@ import pyarrow.compute as pc
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
-from stages import _text as T
-from stages._rules import check_fractions, check_non_negative
+from stages.heuristics import text as T
+from stages.heuristics.config_checks import check_fractions, check_non_negative
 from stages.code import _features as F
 
 log = logging.getLogger(__name__)
@@ -391,7 +391,7 @@ class CodeFilter(FilterStage):
 
 
 def _first_failure(fails: list[tuple], n: int) -> tuple[np.ndarray, list[str | None], dict]:
-    """:func:`stages._text.first_failure` with free-text details (strings kept as they are)."""
+    """:func:`stages.heuristics.text.first_failure` with free-text details (strings kept as they are)."""
     keep = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
     for rule, failed, value in fails:

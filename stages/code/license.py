@@ -32,7 +32,7 @@ from datapipe.errors import SpecError
 from datapipe.readers.code_license import (header_license, is_license_file, license_of_text,  # noqa: F401
                                            normalize, repository_license, spdx_licensing)
 from datapipe.stage import FilterStage, StageConfig
-from stages import _text as T
+from stages.heuristics import text as T
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ JSONL/Parquet with ``text_fields``, or plain text, one item a line), or a prebui
 ``NgramIndex.save``).
 
 The index is built once per run, not per worker: the stage declares it as passes
-(:meth:`Decontaminate.prepare`, :mod:`stages.decontam.passes`) that the engine's
+(:meth:`Decontaminate.prepare`, :mod:`stages.decontam.index_passes`) that the engine's
 executor runs before the stage's phase, keyed by the files' contents, ``n``, the text
 fields and the normalisation, committed under ``work/<stage>/prepare`` and reused on
 resume. Each actor then loads the artifact (sorted uint64 hashes + uint16 benchmark ids
@@ -50,7 +50,7 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.passes import STORAGE, Hash, Output, Pass, Preparation
 from datapipe.stage import Compute, Rewrite, RewriteFilterStage, StageConfig, StageContext
-from stages.decontam import passes as P
+from stages.decontam import index_passes as P
 from stages.decontam.ngrams import (BloomIndex, NgramIndex, eval_input, build_index, match, ngram_hashes,
                                     normalize, read_eval_items, text_ngram_hashes, words)
 
@@ -168,7 +168,7 @@ class Decontaminate(RewriteFilterStage):
         return list(self.config.eval_sets)
 
     def prepare(self, ctx: StageContext) -> Preparation | None:
-        """The index passes (:mod:`stages.decontam.passes`) over a manifest of the
+        """The index passes (:mod:`stages.decontam.index_passes`) over a manifest of the
         evaluation files, keyed by their sha256 (None with a prebuilt ``index``)."""
         cfg = self.config
         if cfg.index is not None:

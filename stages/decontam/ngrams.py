@@ -34,7 +34,7 @@ import zstandard
 
 from datapipe import fs
 from datapipe.readers.inputs import FileCorrupt, Input, classify, strip_compression
-from stages._radix import RadixIndex
+from stages.hashing.radix import RadixIndex
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,7 @@ class NgramIndex:
         return r
 
     def lookup(self, hashes: np.ndarray) -> np.ndarray:
-        """Per hash, its position in the index or -1 (:class:`stages._radix.RadixIndex`)."""
+        """Per hash, its position in the index or -1 (:class:`stages.hashing.radix.RadixIndex`)."""
         return self._radix_index().positions(hashes)
 
     def benchmarks(self, hashes: np.ndarray) -> np.ndarray:

@@ -2,11 +2,15 @@
 
 ``Dedup`` is the stage (registered as ``dedup``): :mod:`stages.dedup.stage` holds it and
 the orchestration of ``decide()``'s passes (local, or on Ray Data);
-:mod:`stages.dedup.passes` the batch functions those passes hand to Ray Data,
+:mod:`stages.dedup.batch_kernels` the batch functions those passes hand to Ray Data,
 :mod:`stages.dedup.minhash` the datasketch-compatible signatures,
 :mod:`stages.dedup.graph` the partition kernels and :mod:`stages.dedup.config` the
 config. The engine runs it (``datapipe.runner``); benchmarks run it through the engine
 too. See ``docs/dedup.md``.
+
+The wing's other global stages: ``line_dedup`` (:mod:`stages.dedup.lines`),
+``latest_version`` (:mod:`stages.dedup.latest_version`) and ``semantic_dedup``
+(:mod:`stages.dedup.semantic`).
 """
 
 from stages.dedup.config import DedupConfig

@@ -61,7 +61,7 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import GlobalStage, StageContext
 from stages.dedup import graph as G
-from stages.dedup import passes as P
+from stages.dedup import batch_kernels as P
 from stages.dedup.config import DedupConfig
 from stages.dedup.minhash import BUCKET_HASH_VERSION, s_curve
 
@@ -82,7 +82,7 @@ class Dedup(GlobalStage):
     adds: ClassVar[dict[str, pa.DataType]] = {}
 
     def side(self, batch: pa.Table) -> pa.Table:
-        """One compact row per document (see :func:`stages.dedup.passes.side_batch`):
+        """One compact row per document (see :func:`stages.dedup.batch_kernels.side_batch`):
         ``id, source, exact, sig, buckets, sh``."""
         return P.side_batch(batch, params=_side_params(self.config))
 

@@ -101,8 +101,8 @@ def evaluate(docs: Iterable[tuple[str, str]], tokenizers: Sequence, *, batch: in
 
 def language_identifier(model: str | None = None) -> Callable[[str], str | None]:
     """``text -> language`` with ``lid.176`` (``model`` or the packaged one)."""
-    from stages import _fasttext as fasttext_compat
-    from stages.langid import packaged_model_path
+    from stages.models import fasttext as fasttext_compat
+    from stages.models.langid import packaged_model_path
 
     ft = fasttext_compat.load(model or packaged_model_path())
 
@@ -116,7 +116,7 @@ def language_identifier(model: str | None = None) -> Callable[[str], str | None]
 def sample_docs(inputs: Sequence[str], *, lang_key: str | None, text_key: str = "text", langid: str | None = None,
                 languages: Sequence[str] = (), max_docs_per_language: int | None = None) -> Iterable[tuple[str, str]]:
     """``(language, text)`` of the user's sample, in input order."""
-    from stages import _corpus as corpus
+    from stages.models import training_text as corpus
 
     identify = None if lang_key else language_identifier(langid)
     wanted = set(languages)

@@ -1,7 +1,7 @@
 """The ``tokenize`` stage: byte-level BPE ids for every kept document.
 
 Adds ``tokens`` (``list<int32>``: the document's ids, *without* EOS; the shard sink,
-:mod:`stages.tokenize.shards`, appends EOS when it lays documents out) and ``num_tokens`` (``int64``, the length of
+:mod:`stages.tokenize.shard_sink`, appends EOS when it lays documents out) and ``num_tokens`` (``int64``, the length of
 ``tokens``, EOS excluded). A null text encodes as zero tokens.
 
 The tokenizer is loaded once per actor in :meth:`Tokenize.setup` and encodes a whole
@@ -114,7 +114,7 @@ class Tokenize(AnnotatorStage):
     SinkOptions = ShardOptions
 
     def sink(self, options: ShardOptions, *, lineage: Mapping[str, Any]):
-        from stages.tokenize.shards import ShardSink
+        from stages.tokenize.shard_sink import ShardSink
 
         cfg: TokenizeConfig = self.config  # type: ignore[assignment]
         return ShardSink(tokenizer=cfg.tokenizer, eos=cfg.eos, options=options, lineage=lineage, by_level=cfg.by_level)

@@ -25,7 +25,7 @@ from stages.tokenize.identity import (
     DEFAULT_EOS, EOS_CANDIDATES, META_FILE, SENTINEL_TOKENS, TOKENIZER_FILE, TokenizerInfo, fingerprint,
     resolve_eos, sentinel_ids, tokenizer_info, vocab_size,
 )
-from stages import _corpus as corpus
+from stages.models import training_text as corpus
 
 log = logging.getLogger(__name__)
 
@@ -229,7 +229,7 @@ def training_texts(
 ) -> Iterator[str]:
     """Texts of ``inputs`` (paths or globs, ``[format:]`` as everywhere) in order until
     ``max_bytes`` of UTF-8 (a prefix sample, so the same files give the same sample).
-    Read like a job reads them (:mod:`stages._corpus`): plain text in paragraph pieces,
+    Read like a job reads them (:mod:`stages.models.training_text`): plain text in paragraph pieces,
     JSONL/Parquet by ``text_key``, HTML/WARC pages extracted. A record that carries
     ``_reject_reason`` (a job's Parquet documents) is used only when it is null (kept
     rows), and with ``sources`` only when its ``source`` field is one of them."""

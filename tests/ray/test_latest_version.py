@@ -60,7 +60,7 @@ def test_only_the_newest_version_stays_across_input_files(ray_session, shared_di
 
 
 def test_config_errors_name_the_field():
-    from stages.latest_version import LatestVersionConfig
+    from stages.dedup.latest_version import LatestVersionConfig
 
     with pytest.raises(ValueError, match="key and version"):
         LatestVersionConfig(key="version")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from stages.line_dedup import normalise, split_units
+from stages.dedup.lines import normalise, split_units
 
 pytestmark = pytest.mark.ray
 

@@ -51,7 +51,7 @@ def test_commit_on_s3_publishes_and_replaces(bucket, prefix):
 
 
 def test_fasttext_model_on_s3_is_cached_by_content(bucket, shared_dir, tmp_path, monkeypatch):
-    from stages import _fasttext as fasttext_compat
+    from stages.models import fasttext as fasttext_compat
 
     monkeypatch.setenv("DATAPIPE_CACHE", str(tmp_path / "cache"))
     local = shared_dir / "models" / "lid.176.ftz"

@@ -15,7 +15,7 @@ from datapipe.sink import SinkSplit
 
 def test_level_shard_sets_round_trip_through_s3(bucket, shared_dir, tmp_path):
     from datapipe.shards import verify_shards
-    from stages.tokenize.shards import ShardSink
+    from stages.tokenize.shard_sink import ShardSink
     from stages.tokenize.writer import ShardOptions
 
     sink = ShardSink(tokenizer=str(shared_dir / "tokenizers" / "tiny-2k.tokenizer.json"), eos=None,

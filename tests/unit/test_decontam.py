@@ -21,7 +21,7 @@ from datapipe.errors import SpecError
 from datapipe.passes import run_prepared
 from datapipe.stage import StageContext
 from stages.decontam import Decontaminate, DecontamConfig
-from stages.decontam import passes as P
+from stages.decontam import index_passes as P
 from stages.decontam.ngrams import BloomIndex, NgramIndex, build_index, match
 
 REPO = Path(__file__).resolve().parents[2]

@@ -21,7 +21,7 @@ from datapipe.errors import SpecError
 from dedup_driver import run_global
 from stages.dedup import Dedup, DedupConfig
 from stages.dedup import graph as G
-from stages.dedup import passes as P
+from stages.dedup import batch_kernels as P
 from stages.dedup.minhash import (Normalisation, Shingling, band_buckets, batch_signatures, candidate_probability,
                                   optimal_bands_rows, permutations, s_curve, shingles)
 

@@ -15,7 +15,7 @@ import trafilatura
 
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
-from stages import _html
+from stages.extract import html as _html
 from datapipe.deadline import DocumentTimeout, deadline
 from stages.extract import Extract, ExtractConfig
 

@@ -15,12 +15,12 @@ import pytest
 
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
-from stages import _reference as R
-from stages.c4 import C4, C4Config, load_bad_words
-from stages.fineweb import FineWeb, FineWebConfig
-from stages.gopher_quality import GopherQuality, GopherQualityConfig
-from stages import _text as T
-from stages.gopher_repetition import GopherRepetition, GopherRepetitionConfig, ngram_char_stats
+from stages.heuristics import reference as R
+from stages.heuristics.c4 import C4, C4Config, load_bad_words
+from stages.heuristics.fineweb import FineWeb, FineWebConfig
+from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig
+from stages.heuristics import text as T
+from stages.heuristics.gopher_repetition import GopherRepetition, GopherRepetitionConfig, ngram_char_stats
 
 
 # -- helpers -------------------------------------------------------------------------

@@ -13,12 +13,12 @@ import pytest
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from stages import _lang as L
-from stages import _text as T
-from stages.c4 import C4, C4Config
-from stages.fineweb import FineWeb
-from stages.gopher_quality import GopherQuality, GopherQualityConfig
-from stages.gopher_repetition import GopherRepetition
+from stages.heuristics import languages as L
+from stages.heuristics import text as T
+from stages.heuristics.c4 import C4, C4Config
+from stages.heuristics.fineweb import FineWeb
+from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig
+from stages.heuristics.gopher_repetition import GopherRepetition
 
 SHARED = Path(os.environ.get("DATAPIPE_SHARED", Path(__file__).resolve().parents[3] / "shared"))
 UDHR = SHARED / "corpora" / "nltk" / "udhr2.zip"
@@ -153,9 +153,9 @@ def test_sample_job_keeps_its_german_and_french_pages(repo_dir, shared_dir):
     """The sample corpus's German and French documents (identified by lid.176, as the job's
     langid stage does) go through the job's heuristic stages with the job's settings;
     judged by English rules (the old behaviour) most were dropped."""
-    from stages import _fasttext as fasttext_compat
-    from stages import _corpus as corpus
-    from stages.c4 import C4Config
+    from stages.models import fasttext as fasttext_compat
+    from stages.models import training_text as corpus
+    from stages.heuristics.c4 import C4Config
 
     d = repo_dir / "jobs" / "sample_data"
     inputs = [str(d / p) for p in ("web/*.warc.gz", "wet/*.warc.wet.gz", "pages/*.html", "pages/*.html.gz",
@@ -193,7 +193,7 @@ def test_reference_datatrove_follows_datatrove_decisions():
     """Two decisions where datatrove's implementation and the paper rules part ways
     (docs/filters.md): CRLF lines hide their final period from datatrove's FineWeb line
     check; datatrove's Gopher alpha ratio counts punctuation tokens."""
-    from stages.fineweb import FineWebConfig
+    from stages.heuristics.fineweb import FineWebConfig
 
     crlf = "\r\n".join(f"Line number {i} of a plain document says something complete." for i in range(12))
     paper = FineWeb(FineWebConfig(max_char_dup_ratio=0.01))

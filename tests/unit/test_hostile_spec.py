@@ -207,7 +207,7 @@ def test_url_keywords_that_case_folding_disagrees_on_do_not_crash_and_big_keywor
 def test_versions_past_64_bits_are_bad_version_rejects_not_a_crash():
     import json
 
-    from stages.latest_version import LatestVersion, older_versions
+    from stages.dedup.latest_version import LatestVersion, older_versions
 
     versions = [1, 2, 99999999999999999999, "v99999999999999999999", "v" + "9" * 5000, 3, 10 ** 30]
     keys = ["1712.01076"] * 3 + ["1712.01076", "1712.01076", "2001.00001", "2001.00001"]

@@ -17,7 +17,7 @@ import pytest
 
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
-from stages.langid import LangId, LangIdConfig, packaged_model_path
+from stages.models.langid import LangId, LangIdConfig, packaged_model_path
 
 # UDHR file (ISO 639-3, nltk udhr2) -> the fastText label
 UDHR = {"eng": "en", "deu": "de", "fra": "fr", "spa": "es", "ita": "it", "nld": "nl", "pol": "pl",

@@ -10,7 +10,7 @@ import pytest
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.passes import SIDE, PassExecutor
-from stages.line_dedup import LineDedup, LineDedupConfig, normalise, remove_units, split_units
+from stages.dedup.lines import LineDedup, LineDedupConfig, normalise, remove_units, split_units
 
 
 def test_units_rebuild_the_text_and_removal_keeps_the_rest_byte_for_byte():

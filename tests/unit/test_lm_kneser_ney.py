@@ -11,9 +11,9 @@ import kenlm
 import numpy as np
 import pytest
 
-from stages.perplexity.arpa import write_arpa
-from stages.perplexity.kneser_ney import FALLBACK_DISCOUNTS, check_normalisation, estimate
-from stages._textnorm import TextNorm
+from stages.models.perplexity.arpa import write_arpa
+from stages.models.perplexity.kneser_ney import FALLBACK_DISCOUNTS, check_normalisation, estimate
+from stages.models.textnorm import TextNorm
 
 
 # -- the reference: dictionaries of tuples, no vectorisation ------------------------------

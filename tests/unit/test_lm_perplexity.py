@@ -16,14 +16,14 @@ from warcio.archiveiterator import ArchiveIterator
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from stages.perplexity import cli as lm_cli
-from stages import _corpus as corpus
-from stages._card import read_card
-from stages.perplexity.score import perplexities
-from stages.perplexity.train import compute_cutoffs, read_cutoffs, train_lm
-from stages._textnorm import TextNorm
-from stages.langid import packaged_model_path
-from stages.perplexity import PerplexityConfig, PerplexityFilter
+from stages.models.perplexity import cli as lm_cli
+from stages.models import training_text as corpus
+from stages.models.model_card import read_card
+from stages.models.perplexity.score import perplexities
+from stages.models.perplexity.train import compute_cutoffs, read_cutoffs, train_lm
+from stages.models.textnorm import TextNorm
+from stages.models.langid import packaged_model_path
+from stages.models.perplexity import PerplexityConfig, PerplexityFilter
 
 HELDOUT_ARTICLES = 8
 

@@ -15,13 +15,13 @@ import pytest
 from datapipe import schema as S
 from datapipe.cli import main as datapipe_main
 from datapipe.errors import SpecError
-from stages import _corpus as corpus
-from stages import _fasttext as fasttext_compat
-from stages._textnorm import TextNorm
-from stages.perplexity.score import load_kenlm, perplexities
-from stages.perplexity.stage import PerplexityConfig, PerplexityFilter
-from stages.quality.stage import QualityConfig, QualityFilter
-from stages.quality.train import positive_scores
+from stages.models import training_text as corpus
+from stages.models import fasttext as fasttext_compat
+from stages.models.textnorm import TextNorm
+from stages.models.perplexity.score import load_kenlm, perplexities
+from stages.models.perplexity.stage import PerplexityConfig, PerplexityFilter
+from stages.models.quality.stage import QualityConfig, QualityFilter
+from stages.models.quality.train import positive_scores
 
 
 @pytest.fixture(scope="module")

@@ -38,6 +38,6 @@ def test_core_never_imports_stages_or_trainer_bridge():
 
 def test_the_check_finds_imports_inside_functions(tmp_path):
     probe = tmp_path / "probe.py"
-    probe.write_text("import os\n\ndef f():\n    from stages.langid import packaged_model_path\n"
+    probe.write_text("import os\n\ndef f():\n    from stages.models.langid import packaged_model_path\n"
                      "    import trainer_bridge.mix\n    from stagesmith import x\n")
-    assert plugin_imports(probe, tmp_path) == ["probe.py:4 imports stages.langid", "probe.py:5 imports trainer_bridge.mix"]
+    assert plugin_imports(probe, tmp_path) == ["probe.py:4 imports stages.models.langid", "probe.py:5 imports trainer_bridge.mix"]

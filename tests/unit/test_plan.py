@@ -13,7 +13,7 @@ from datapipe.plan import compile_plan, describe_plan
 from datapipe.plugins import stage_registry
 from datapipe.spec import load_job
 from datapipe.stage import Compute
-from stages.basic import LengthFilter
+from stages.heuristics.basic import LengthFilter
 
 
 class HeavyLength(LengthFilter):

@@ -12,12 +12,12 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from stages import _fasttext as fasttext_compat
+from stages.models import fasttext as fasttext_compat
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from stages import _corpus as corpus
-from stages._card import read_card, write_card
-from stages.quality.train import (
+from stages.models import training_text as corpus
+from stages.models.model_card import read_card, write_card
+from stages.models.quality.train import (
     QualityTrainConfig,
     add_cli,
     allot,
@@ -25,8 +25,8 @@ from stages.quality.train import (
     roc_auc,
     train_quality,
 )
-from stages._textnorm import TextNorm
-from stages.quality import QualityConfig, QualityFilter, calibrated_threshold
+from stages.models.textnorm import TextNorm
+from stages.models.quality import QualityConfig, QualityFilter, calibrated_threshold
 
 
 def _inputs(shared_dir):
@@ -269,7 +269,7 @@ def test_sample_corpus_recipe(repo_dir, tmp_path):
 # -- issue 14: boilerplate negatives, excluded files, parameters by validation --------
 
 def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
-    from stages.quality import inputs as qi
+    from stages.models.quality import inputs as qi
 
     page = shared_dir / "corpora" / "web" / "html" / "blog.python.org.html.gz"
     page_doc = next(corpus.iter_docs([str(page)]))
@@ -285,7 +285,7 @@ def test_boilerplate_is_the_visible_text_the_extractor_dropped(shared_dir):
 
 
 def test_excluded_files_are_never_read(shared_dir):
-    from stages.quality import inputs as qi
+    from stages.models.quality import inputs as qi
 
     spec = str(shared_dir / "corpora" / "ccnet" / "cc_en_head-*.jsonl")
     every = qi.expand(spec)

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from datapipe.errors import SpecError
-from stages.quality_levels import LEVEL, QualityLevels, QualityLevelsConfig, assign_levels, level_summary
+from stages.models.quality_levels import LEVEL, QualityLevels, QualityLevelsConfig, assign_levels, level_summary
 
 
 def _side(stage: QualityLevels, docs: pa.Table, split_of) -> pa.Table:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from datapipe.errors import SpecError
-from stages._textnorm import RESERVED_TOKENS, TextNorm
+from stages.models.textnorm import RESERVED_TOKENS, TextNorm
 
 
 def test_default_normalisation():

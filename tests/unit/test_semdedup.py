@@ -17,9 +17,9 @@ from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.passes import run_declared
 from datapipe.stage import StageContext
-from stages.semdedup import SemanticDedup, SemanticDedupConfig
-from stages.semdedup.kmeans import components, embedding_matrix, similar_pairs
-from stages.semdedup.stage import bottom_k, fit_centroids
+from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
+from stages.dedup.semantic.kmeans import components, embedding_matrix, similar_pairs
+from stages.dedup.semantic.stage import bottom_k, fit_centroids
 
 DIM = 32
 

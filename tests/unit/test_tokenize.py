@@ -47,7 +47,7 @@ def test_a_tokenizer_folder_is_kept_beside_the_shards_so_inspect_decodes(shared_
     from datapipe.shards import inspect_shards, verify_shards
     from datapipe.sink import SinkSplit
     from stages.tokenize.identity import load_for_decoding
-    from stages.tokenize.shards import ShardSink
+    from stages.tokenize.shard_sink import ShardSink
     from stages.tokenize.writer import ShardOptions
 
     folder = shared_dir / "tokenizers" / "gpt2"
