@@ -7,7 +7,7 @@ runner's default batch size).
 
 * **stage** – ``Stage.process(batch)``, exactly what a worker runs;
 * **baseline** – the same rules as a plain per-document Python loop
-  (:mod:`stages.heuristics.reference`, the readable statement of each rule); for ``langid`` a loop
+  (``tests/heuristics_reference.py``, the readable statement of each rule); for ``langid`` a loop
   calling fastText once per document.
 
 Each is timed ``--repeats`` times, alternating, in this single process, as CPU time
@@ -41,7 +41,7 @@ import time  # noqa: E402
 
 from stages.models import fasttext as fasttext_compat  # noqa: E402
 from datapipe.schema import make_batch  # noqa: E402
-from stages.heuristics import reference as R  # noqa: E402
+from tests import heuristics_reference as R  # noqa: E402  (the test oracle)
 from stages.heuristics.c4 import C4, C4Config, load_bad_words  # noqa: E402
 from stages.heuristics.fineweb import FineWeb  # noqa: E402
 from stages.heuristics.gopher_quality import GopherQuality  # noqa: E402

@@ -8,7 +8,7 @@ occurred earlier in its document" is one hash-table pass (:func:`first_seen`) ov
 one C call (``count``, ``splitlines``) stay in Python; per-token work never does.
 
 Conventions shared by every heuristic stage and by the readable per-document reference
-in :mod:`stages.heuristics.reference`:
+in ``tests/heuristics_reference.py`` (the test oracle):
 
 * **words** are whitespace-separated tokens (``str.split()``, Unicode whitespace);
 * a word's **core** is the token without leading and trailing characters that are not

@@ -15,7 +15,7 @@ import pytest
 
 from datapipe.errors import SpecError
 from datapipe.schema import make_batch
-from stages.heuristics import reference as R
+import heuristics_reference as R
 from stages.heuristics.c4 import C4, C4Config, load_bad_words
 from stages.heuristics.fineweb import FineWeb, FineWebConfig
 from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig

@@ -1,9 +1,10 @@
-"""Plain per-document Python versions of the heuristic filters.
+"""Plain per-document Python versions of the heuristic filters: the test oracle.
 
 These are the readable statement of each rule (one document at a time, the way datatrove
-writes them) and the yardstick for the vectorised stages: the unit tests check that
-both give the same verdict on real text, and ``bench/heuristics.py`` times the stages
-against these loops. They are not used on the hot path.
+writes them) and the yardstick for the vectorised stages: the unit tests
+(``tests/unit/test_heuristics.py``) check that both give the same verdict on real text,
+and ``bench/filters.py`` times the stages against these loops. Production code never
+imports this module.
 
 Each function takes one text and the stage's config and returns ``(rule, value)`` for
 the first failing rule, or ``None`` when the document is kept (``c4`` also returns the
