@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import shutil
 import time
@@ -57,6 +56,7 @@ import torch.distributed.checkpoint as dcp
 from torch.distributed.checkpoint.api import CheckpointException
 from torch.distributed.checkpoint.state_dict import get_state_dict, set_state_dict
 
+from datapipe import fs
 from datapipe.errors import SpecError
 from trainer_bridge.loader import MixLoader
 
@@ -285,9 +285,7 @@ class Checkpointer:
         """Rank 0 writes the marker: its save has returned, so every rank's shards and the
         metadata are on disk (DCP's coordinator finishes after gathering all ranks' writes)."""
         if dist.get_rank() == 0:
-            tmp = path / (MARKER + ".tmp")
-            tmp.write_text(json.dumps({**info, "time": time.time()}) + "\n", encoding="utf-8")
-            os.replace(tmp, path / MARKER)
+            fs.write_text(str(path / MARKER), json.dumps({**info, "time": time.time()}) + "\n")
             log.info("checkpoint %s complete", path)
 
 

@@ -933,10 +933,8 @@ def new_mix(manifests: Sequence[str | os.PathLike], weights: Sequence[float], *,
     doc = {"name": spec.name, "seq_len": seq_len, "token_budget": token_budget, "seed": seed,
            "max_epochs": max_epochs, "warn_epochs": warn_epochs,
            "sources": [{"manifest": r, "weight": w} for r, w in zip(rel, weights)]}
-    tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text("# written by `datapipe mix new`; manifest paths are relative to this file\n"
-                   + yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
-    os.replace(tmp, out)
+    fs.write_text(str(out), "# written by `datapipe mix new`; manifest paths are relative to this file\n"
+                  + yaml.safe_dump(doc, sort_keys=False))
     return out
 
 

@@ -403,7 +403,7 @@ def run_unit(folder: str, key: str, names: Sequence[str], target: str, threads: 
     env = dict(os.environ, OMP_NUM_THREADS=str(threads),
                PYTHONPATH=os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p))
     t0 = time.monotonic()
-    with open(folder_p / "train.log", "wb") as logf:
+    with fs.open_stream(str(folder_p / "train.log"), append=False, encoding=None) as logf:
         rc = subprocess.run([sys.executable, "-m", "trainer_bridge.train", "--config", str(folder_p / "train.yaml")],
                             cwd=folder, env=env, stdout=logf, stderr=subprocess.STDOUT).returncode
     if rc != 0:
@@ -572,11 +572,11 @@ def write_chosen(src: Sources, cfg: SearchConfig, w: np.ndarray, summary: dict, 
             "# justification: chosen.md (proxy table, fit error, comparison), search.json, search.png\n")
     text = head + yaml.safe_dump(doc, sort_keys=False)
     tmp = out / ".chosen.check.yaml"
-    tmp.write_text(text, encoding="utf-8")
+    fs.write_text(str(tmp), text)
     try:
         resolve_mix(tmp, warn=False)   # a chosen mix that would not plan is never written
     finally:
-        tmp.unlink()
+        fs.delete_file(str(tmp))
     _write_if_changed(path, text)
     return path
 

@@ -20,7 +20,6 @@ O(windows): the page cache holds the data, not the process.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import logging
 import os
@@ -29,6 +28,7 @@ from typing import Iterable
 
 import numpy as np
 
+from datapipe import fs
 from datapipe.megatron import (
     NP_DTYPES, ShardFormatError, ShardRecord, SourceManifest, check_content, check_layout, check_structure,
 )
@@ -104,15 +104,10 @@ class HashCache:
         if not self._new:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(self.path.with_name(self.path.name + ".lock"), "w") as lock:
-                fcntl.flock(lock, fcntl.LOCK_EX)
+            with fs.lock(str(self.path.with_name(self.path.name + ".lock"))):
                 merged = {**self._read(), **self._new}
                 merged = {k: v for k, v in merged.items() if _identity(Path(k)) == v[0]}
-                tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-                tmp.write_text(json.dumps({"version": CACHE_VERSION, "shards": merged}, sort_keys=True),
-                               encoding="utf-8")
-                os.replace(tmp, self.path)
+                fs.write_text(str(self.path), json.dumps({"version": CACHE_VERSION, "shards": merged}, sort_keys=True))
         except OSError as e:  # a read-only home must not stop training: the next start re-checks
             log.warning("could not write the shard hash cache %s (%s)", self.path, e)
             return

@@ -33,6 +33,7 @@ import torch
 import torch.distributed as dist
 from torch.distributed.tensor import DTensor
 
+from datapipe import fs
 from datapipe.errors import DatapipeError, SpecError
 from trainer_bridge import checkpoint, memory, perf
 from trainer_bridge.adaptive import AdaptivePolicy, weights_line
@@ -529,8 +530,7 @@ def _unwritable(path: Path) -> str | None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         for p in (path, tmp):
-            with open(p, "a", encoding="utf-8"):
-                pass
+            fs.open_stream(str(p)).close()
     except OSError as e:
         return e.strerror or str(e)
     finally:
@@ -676,7 +676,7 @@ class _StepLog:
             path = Path(cfg.metrics_path)
             path.parent.mkdir(parents=True, exist_ok=True)
             truncate_metrics(path, start_step)
-            self.sink = open(path, "a", encoding="utf-8")
+            self.sink = fs.open_stream(str(path))
 
     def echo(self, line: str) -> None:
         if self.enabled:
@@ -720,11 +720,9 @@ def truncate_metrics(path: Path, step: int) -> int:
             ok = False
         (keep if ok else drop).append(line)
     if drop:
-        with open(f"{path}.after-step-{step}", "a", encoding="utf-8") as f:
+        with fs.open_stream(f"{path}.after-step-{step}") as f:
             f.writelines(line if line.endswith("\n") else line + "\n" for line in drop)
-        tmp = path.with_name(path.name + ".tmp")
-        tmp.write_text("".join(keep), encoding="utf-8")
-        os.replace(tmp, path)
+        fs.write_text(str(path), "".join(keep))
         log.warning("%s: moved %d rows after step %d to %s.after-step-%d", path, len(drop), step, path, step)
     return len(drop)
 

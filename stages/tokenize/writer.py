@@ -15,8 +15,9 @@ shorter) and a document crossing a boundary is split into one sequence per shard
 documents + same seed + same tokenizer + same options => byte-identical shards and
 manifest, whatever the Ray parallelism or block sizes.
 
-Every file is written under a temporary name, fsync'd, checked (hash, ``.idx`` against
-``.bin``, EOS after every document) and renamed into place. A final name is never
+Every file is written through :class:`datapipe.fs.AtomicFile` (a temporary name beside
+the final one), checked there (hash, ``.idx`` against ``.bin``, EOS after every
+document), then fsync'd and renamed into place. A final name is never
 overwritten with different bytes: re-running the same job finds identical shards and
 keeps them; anything else is an error. ``manifest.json`` is written last.
 """
@@ -27,7 +28,6 @@ import dataclasses
 import json
 import logging
 import os
-import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -37,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
+from datapipe import fs
 from datapipe import megatron as fmt
 from datapipe.errors import JobError, SpecError
 from stages.tokenize.identity import TokenizerInfo
@@ -78,8 +79,7 @@ def flat_tokens(tokens: pa.ChunkedArray | pa.Array) -> tuple[np.ndarray, np.ndar
 class _OpenShard:
     index: int
     name: str
-    bin_tmp: Path
-    fh: Any
+    out: fs.AtomicFile   # the .bin being written; out.tmp is its local temporary file
     hasher: Any
     first_doc_continued: bool
     tokens: int = 0
@@ -118,7 +118,6 @@ class SourceShardWriter:
         self._open: _OpenShard | None = None
         self._next_continued = False
         self._finished = False
-        self._token = uuid.uuid4().hex[:12]
         self.folder.mkdir(parents=True, exist_ok=True)
 
     # -- feeding -------------------------------------------------------------------
@@ -153,7 +152,7 @@ class SourceShardWriter:
             self._add_whole(stream, doc_ends)
 
     def _write(self, sh: _OpenShard, chunk: np.ndarray, seq_lengths: np.ndarray) -> None:
-        sh.fh.write(memoryview(chunk).cast("B"))
+        sh.out.write(memoryview(chunk).cast("B"))
         sh.hasher.update(chunk)
         sh.pieces.append(seq_lengths)
         sh.tokens += len(chunk)
@@ -200,9 +199,8 @@ class SourceShardWriter:
     def _open_shard(self) -> _OpenShard:
         index = len(self._records)
         name = fmt.shard_name(self.stem, index)
-        tmp = self.folder / f".{name}.bin.{self._token}.tmp"
-        fh = open(tmp, "wb")
-        self._open = _OpenShard(index=index, name=name, bin_tmp=tmp, fh=fh, hasher=fmt.new_hasher(),
+        out = fs.AtomicFile(str(self.folder / f"{name}.bin"))
+        self._open = _OpenShard(index=index, name=name, out=out, hasher=fmt.new_hasher(),
                                 first_doc_continued=self._next_continued)
         self._next_continued = False
         return self._open
@@ -211,45 +209,38 @@ class SourceShardWriter:
         sh = self._open
         assert sh is not None
         self._open = None
+        idx_out = None
         try:
-            sh.fh.flush()
-            os.fsync(sh.fh.fileno())
-        finally:
-            sh.fh.close()
-        lengths = np.concatenate(sh.pieces) if sh.pieces else np.zeros(0, dtype=np.int64)
-        idx_tmp = self.folder / f".{sh.name}.idx.{self._token}.tmp"
-        idx_bytes = fmt.build_idx(lengths, self.dtype)
-        with open(idx_tmp, "wb") as f:
-            f.write(idx_bytes)
-            f.flush()
-            os.fsync(f.fileno())
-        rec = fmt.ShardRecord(
-            name=sh.name, bin_path=sh.bin_tmp, idx_path=idx_tmp, tokens=sh.tokens,
-            documents=len(lengths) - int(sh.first_doc_continued), bin_bytes=sh.tokens * self._np_dtype.itemsize,
-            first_doc_continued=sh.first_doc_continued, last_doc_split=sh.last_doc_split,
-            bin_hash=fmt.digest(sh.hasher), idx_hash=fmt.hash_bytes(idx_bytes),
-        )
-        problems = fmt.check_shard(rec, self.dtype, eos_id=self.info.eos_id, vocab_size=self.info.vocab_size)
-        if problems:
-            sh.bin_tmp.unlink(missing_ok=True)
-            idx_tmp.unlink(missing_ok=True)
-            raise JobError(f"source {self.source}: shard failed verification after writing: " + "; ".join(problems))
-        final = dataclasses.replace(rec, bin_path=self.folder / f"{sh.name}.bin",
-                                    idx_path=self.folder / f"{sh.name}.idx")
-        try:
-            _commit(sh.bin_tmp, final.bin_path, rec.bin_hash)
-            _commit(idx_tmp, final.idx_path, rec.idx_hash)
-        finally:
-            sh.bin_tmp.unlink(missing_ok=True)
-            idx_tmp.unlink(missing_ok=True)
+            sh.out.flush()   # the check below reads the temporary files by path
+            lengths = np.concatenate(sh.pieces) if sh.pieces else np.zeros(0, dtype=np.int64)
+            idx_bytes = fmt.build_idx(lengths, self.dtype)
+            idx_out = fs.AtomicFile(str(self.folder / f"{sh.name}.idx"))
+            idx_out.write(idx_bytes)
+            idx_out.flush()
+            rec = fmt.ShardRecord(
+                name=sh.name, bin_path=Path(sh.out.tmp), idx_path=Path(idx_out.tmp), tokens=sh.tokens,
+                documents=len(lengths) - int(sh.first_doc_continued), bin_bytes=sh.tokens * self._np_dtype.itemsize,
+                first_doc_continued=sh.first_doc_continued, last_doc_split=sh.last_doc_split,
+                bin_hash=fmt.digest(sh.hasher), idx_hash=fmt.hash_bytes(idx_bytes),
+            )
+            problems = fmt.check_shard(rec, self.dtype, eos_id=self.info.eos_id, vocab_size=self.info.vocab_size)
+            if problems:
+                raise JobError(f"source {self.source}: shard failed verification after writing: " + "; ".join(problems))
+            final = dataclasses.replace(rec, bin_path=self.folder / f"{sh.name}.bin",
+                                        idx_path=self.folder / f"{sh.name}.idx")
+            _commit(sh.out, final.bin_path, rec.bin_hash)
+            _commit(idx_out, final.idx_path, rec.idx_hash)
+        finally:   # after a commit these do nothing; otherwise no temporary file is left
+            sh.out.abort()
+            if idx_out is not None:
+                idx_out.abort()
         self._records.append(final)
         log.debug("shard %s: %d tokens, %d documents", sh.name, sh.tokens, rec.documents)
 
     def abort(self) -> None:
         """Remove the open shard's temporary file (after an error)."""
         if self._open is not None:
-            self._open.fh.close()
-            self._open.bin_tmp.unlink(missing_ok=True)
+            self._open.out.abort()
             self._open = None
 
     # -- manifest ------------------------------------------------------------------
@@ -258,7 +249,7 @@ class SourceShardWriter:
         if self._open is not None:
             self._close_shard()
         self._finished = True
-        _fsync_dir(self.folder)
+        fs.fsync_dir(str(self.folder))
         data = fmt.make_manifest(
             folder=self.folder, source=self.source, dtype=self.dtype, shard_tokens=self.shard_tokens,
             span_documents=self.span_documents, tokenizer=self.info.to_manifest(),
@@ -266,46 +257,32 @@ class SourceShardWriter:
             shards=self._records, lineage=self.lineage,
         )
         path = self.manifest_path
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.{self._token}.tmp")
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        _commit(tmp, path, fmt.hash_bytes(data))
-        _fsync_dir(self.folder)
+        out = fs.AtomicFile(str(path))
+        try:
+            out.write(data)
+            _commit(out, path, fmt.hash_bytes(data))
+        finally:
+            out.abort()
+        fs.fsync_dir(str(self.folder))
         log.info("source %s: %d documents, %d tokens in %d shards -> %s", self.source,
                  sum(r.documents for r in self._records), sum(r.tokens for r in self._records),
                  len(self._records), path)
         return path
 
 
-def _commit(tmp: Path, final: Path, content_hash: str) -> None:
-    """Rename ``tmp`` to ``final`` unless ``final`` exists: identical bytes are kept (a
-    re-run), different bytes are an error (names are write-once)."""
+def _commit(out: fs.AtomicFile, final: Path, content_hash: str) -> None:
+    """Commit ``out`` (written for ``final``) unless ``final`` exists: identical bytes are
+    kept (a re-run), different bytes are an error (names are write-once)."""
     if final.exists():
         have = fmt.hash_file(final)
-        tmp.unlink(missing_ok=True)
+        out.abort()
         if have != content_hash:
             raise JobError(
                 f"{final} already exists with different content ({have}, new {content_hash}); shard "
                 "files are write-once: write to a new output folder or remove the old shards"
             )
         return
-    os.replace(tmp, final)
-
-
-def _fsync_dir(folder: Path) -> None:
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    out.commit()
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,6 +26,24 @@ def test_fs_roundtrip_glob_and_delete(bucket):
     assert fs.list_files(root) == [f"{root}/a/.hidden.jsonl", f"{root}/a/x.jsonl"]
 
 
+def test_atomic_writes_and_moves_on_s3(bucket, tmp_path):
+    """The one atomic-write path on a store: AtomicFile uploads whole or leaves nothing,
+    a file a library wrote locally moves up as one object, delete() takes a file or a
+    prefix."""
+    with pytest.raises(OSError, match="boom"), fs.AtomicFile(f"{bucket}/w/part.bin") as out:
+        out.write(b"half")
+        raise OSError("boom")
+    assert not fs.exists(f"{bucket}/w/part.bin")
+    src = tmp_path / ".model.bin.tmp"
+    src.write_bytes(b"weights")
+    fs.move_into_place(str(src), f"{bucket}/w/model.bin")
+    assert fs.read_bytes(f"{bucket}/w/model.bin") == b"weights" and not src.exists()
+    fs.delete(f"{bucket}/w/model.bin")
+    fs.write_bytes(f"{bucket}/w/sub/a", b"a")
+    fs.delete(f"{bucket}/w")
+    assert fs.list_files(f"{bucket}/w") == []
+
+
 @pytest.mark.parametrize("prefix", ["runs/one", "top"])   # "top": lock and staging at the bucket root
 def test_commit_on_s3_publishes_and_replaces(bucket, prefix):
     out = fs.join(bucket, prefix)
