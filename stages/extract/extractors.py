@@ -1,7 +1,7 @@
 """The main-text extractors ``extract`` can run (``extractor:`` in its config).
 
 Each extractor is a function ``(page, url, config) -> (text or None, fell_back)`` over a
-decoded page (``str``); ``fell_back`` says that ``cascade`` ran its second, full pass (the
+decoded page (``str``); ``fell_back`` says that ``cascade`` ran the comparison or the full pass (the
 stage counts those pages as ``cascade_fallbacks`` in the job report). The stage does the
 byte-level work (size limit, binary sniffing, encoding, title, time limit) before any of
 them runs, so they differ only in how they find the main content.
@@ -10,15 +10,13 @@ them runs, so they differ only in how they find the main content.
   the default.
 * ``trafilatura_fast`` – the same with trafilatura's ``fast`` mode: no comparison with
   readability/jusText (its "fallback"), so about 60 % of the CPU and lower recall.
-* ``cascade`` – parse the page with lexbor (selectolax), drop the elements trafilatura
-  deletes anyway before it looks for content (scripts, styles, navigation, forms, media,
-  ...: :data:`PRESTRIP`), run trafilatura's fast mode on the smaller page, and run the
-  reference (the full trafilatura, with its fallback comparison, on the original page)
-  only when the fast output looks like a failure: ``cascade_min_chars`` characters or
-  fewer. Where it falls back, its text is the reference's. The fallback comparison mostly
-  rescues short or empty extractions, so this keeps the reference's quality where it
-  matters and pays for the comparison on a minority of pages (docs/filters.md has the
-  measured share, quality and CPU).
+* ``cascade`` – trafilatura's own algorithm at about 40 % of its CPU
+  (:mod:`stages.extract.cascade`): lexbor drops what trafilatura deletes anyway, one
+  pass of trafilatura's steps runs on the smaller tree with its slow XPath selectors
+  replaced by the same selections in Python, and the readability/jusText comparison runs
+  only when the main text has at most ``cascade_min_chars`` characters (the full
+  reference on the original page when it is empty). docs/filters.md has the measured
+  share, quality and CPU.
 * ``resiliparse`` – Resiliparse's ``extract_plain_text(main_content=True)`` on a lexbor
   DOM (what DCLM uses): several times faster, lower quality on our sets. Needs the
   ``resiliparse`` package (``pip install 'datapipe[extract]'``).
@@ -29,19 +27,6 @@ Which is chosen is a plain dict from name to function (:data:`EXTRACTORS`).
 from __future__ import annotations
 
 from typing import Callable
-
-#: Elements removed (with their content, keeping the text that follows them) before
-#: ``cascade``'s passes. trafilatura's own cleaning deletes each of these
-#: (``MANUALLY_CLEANED``) before it extracts, the same way; deleting them first in
-#: lexbor makes trafilatura's parse and every XPath walk over a smaller tree. Not in the list although trafilatura
-#: cleans them: ``figure`` (a figure holding a table is kept as a table), ``math``
-#: (formulas are salvaged first), ``head`` (the page language is read there), ``time``.
-PRESTRIP = (
-    "script", "style", "noscript", "template", "svg", "iframe", "nav", "footer", "aside", "form",
-    "button", "input", "select", "option", "textarea", "label", "fieldset", "picture", "video",
-    "audio", "canvas", "object", "embed", "map", "menu", "link", "meta",
-)
-
 
 def trafilatura_kwargs(config) -> dict:
     """Keyword arguments for ``trafilatura.extract`` from an ``ExtractConfig``."""
@@ -61,26 +46,10 @@ def _trafilatura(page: str, url: str | None, config) -> tuple[str | None, bool]:
     return trafilatura.extract(page, url=url, **trafilatura_kwargs(config)), False
 
 
-def prestrip(page: str) -> str:
-    """The page without the :data:`PRESTRIP` elements, as HTML (lexbor's serialisation)."""
-    from selectolax.lexbor import LexborHTMLParser
-
-    tree = LexborHTMLParser(page)
-    tree.strip_tags(list(PRESTRIP))
-    return tree.html or ""
-
-
 def _cascade(page: str, url: str | None, config) -> tuple[str | None, bool]:
-    import trafilatura
+    from stages.extract import cascade
 
-    small = prestrip(page)
-    kwargs = trafilatura_kwargs(config)
-    kwargs["fast"] = True
-    text = trafilatura.extract(small, url=url, **kwargs)
-    if text is not None and len(text) > config.cascade_min_chars:
-        return text, False
-    kwargs["fast"] = False
-    return trafilatura.extract(page, url=url, **kwargs), True
+    return cascade.extract(page, url, trafilatura_kwargs(config), config.cascade_min_chars)
 
 
 def _resiliparse(page: str, url: str | None, config) -> tuple[str | None, bool]:

@@ -21,8 +21,9 @@ hung worker:
 * ``failed`` – the extractor raised (detail: the exception type).
 
 ``extractor`` picks how the main content is found (:mod:`stages.extract.extractors`):
-``trafilatura`` (the reference and default), ``trafilatura_fast``, ``cascade`` (fast
-mode on a pre-pruned tree, the full trafilatura only where that looks like a failure)
+``trafilatura`` (the reference and default), ``trafilatura_fast``, ``cascade``
+(trafilatura's own steps on a pre-pruned tree with faster selectors, its comparison
+with readability/jusText only where the main text is short: :mod:`stages.extract.cascade`)
 and ``resiliparse``; docs/filters.md has each one's measured quality and CPU.
 
 Encoding detection is in :mod:`stages.extract.html` (BOM, declared charset, UTF-8, page
@@ -35,6 +36,7 @@ trafilatura's own default.
 
 from __future__ import annotations
 
+import importlib.metadata
 import importlib.util
 import json
 import logging
@@ -47,7 +49,7 @@ import pyarrow as pa
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
-from stages.extract import extractors, html
+from stages.extract import cascade, extractors, html
 from datapipe.stage import Rewrite, RewriteFilterStage
 from datapipe.deadline import DocumentTimeout, deadline
 
@@ -58,8 +60,8 @@ log = logging.getLogger(__name__)
 class ExtractConfig(StageConfig):
     #: how the main content is found: one of :data:`stages.extract.extractors.EXTRACTORS`
     extractor: str = "trafilatura"
-    #: ``cascade``: a fast-pass text of at most this many characters (or none) is
-    #: extracted again with the full trafilatura
+    #: ``cascade``: when the main extractor's text has at most this many characters,
+    #: trafilatura's readability/jusText comparison runs too (the full reference when it is empty)
     cascade_min_chars: int = 1000
     favor_precision: bool = True
     favor_recall: bool = False
@@ -90,6 +92,10 @@ class ExtractConfig(StageConfig):
         if needs and importlib.util.find_spec(needs[0]) is None:
             raise SpecError(f"extract: extractor: {self.extractor} needs the {needs[1]!r} package, which is not "
                             f"installed: pip install 'datapipe[extract]' (or pick another extractor)")
+        if self.extractor == "cascade" and (got := importlib.metadata.version("trafilatura")) != cascade.TRAFILATURA_VERSION:
+            raise SpecError(f"extract: extractor: cascade runs trafilatura {cascade.TRAFILATURA_VERSION}'s own steps, "
+                            f"but trafilatura {got} is installed: pip install trafilatura=={cascade.TRAFILATURA_VERSION} "
+                            f"(pyproject.toml pins it) or pick another extractor")
         if self.cascade_min_chars < 0:
             raise SpecError(f"extract: cascade_min_chars must be >= 0, got {self.cascade_min_chars}")
         if self.favor_precision and self.favor_recall:

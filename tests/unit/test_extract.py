@@ -112,6 +112,91 @@ def test_cascade_agrees_with_trafilatura_on_real_pages(shared_dir):
     assert all_fb.changes["cascade_fallbacks"] == len(raws)
 
 
+def _cascade_kwargs(**over):
+    from stages.extract.extractors import trafilatura_kwargs
+
+    return trafilatura_kwargs(ExtractConfig(extractor="cascade", **over))
+
+
+def test_cascade_selectors_select_what_trafilaturas_xpath_selects(shared_dir):
+    """The Python stand-ins for trafilatura's slow XPath selectors pick the same elements
+    in the same order, on the raw trees and on the cleaned, converted trees they run on
+    (the content selectors: the first element, all ``_extract`` uses)."""
+    from copy import copy
+
+    from trafilatura import xpaths
+    from trafilatura.htmlprocessing import convert_tags, tree_cleaning
+
+    from stages.extract import cascade
+
+    ours = cascade._matchers()
+    opts = cascade.options(_cascade_kwargs(), None)
+    hits = {name: 0 for name in ours}
+    for _, raw in pages(shared_dir, 60):
+        tree = cascade._load(cascade.prestrip(_html.decode_html(raw)[0])[0])
+        for t in (tree, convert_tags(tree_cleaning(copy(tree), opts), opts)):
+            for name, matchers in ours.items():
+                for theirs, mine in zip(getattr(xpaths, name), matchers):
+                    if mine is theirs:   # an XPath kept as it is
+                        continue
+                    want = theirs(t)
+                    if name == "BODY_XPATH":
+                        want = [e for e in want if e is not None][:1]
+                    assert mine(t) == want, (name, theirs.path if hasattr(theirs, "path") else theirs)
+                    hits[name] += bool(want)
+    assert all(n >= 20 for n in hits.values()), hits   # the selectors did select, on many trees
+
+
+def test_cascade_one_pass_is_trafilatura_on_the_stripped_page(shared_dir):
+    """With the comparison on, cascade's single pass (trafilatura's steps, its selectors in
+    Python) gives exactly ``trafilatura.extract`` on the pre-stripped page, in text and in
+    Markdown; with it off, the text of pages whose main text is long stays the same."""
+    import trafilatura
+
+    from stages.extract import cascade
+
+    kept = 0
+    for fmt, n in (("txt", 24), ("markdown", 6)):
+        kwargs = _cascade_kwargs(output_format=fmt)
+        opts = cascade.options(kwargs, None)
+        for name, raw in pages(shared_dir, n):
+            small, forum = cascade.prestrip(_html.decode_html(raw)[0])
+            text, main_len = cascade.one_pass(small, opts, is_forum=forum, compare=lambda n: True)
+            assert text == trafilatura.extract(small, **kwargs), (fmt, name)
+            kept += bool(text)
+            alone, _ = cascade.one_pass(small, opts, is_forum=forum, compare=lambda n: False)
+            if main_len > 3000:
+                assert alone == text, name
+    assert kept >= 26
+
+
+def test_cascade_keeps_form_wrapped_pages_and_falls_back_on_empty_main_text(shared_dir):
+    """Real pages that a cruder prestrip loses: one with all its content inside an
+    ASP.NET <form> (trafilatura keeps a form holding most of the text), and two whose
+    text only readability finds, in <noscript> and in <aside> (which the prestrip
+    removes): their main text is empty, so the full reference runs on the original page,
+    and the report counts those two. All three give the reference's text."""
+    folder = shared_dir / "corpora" / "web" / "html"
+    names = ["d43f330cbaf74e92b9aec85e937cb904.html.gz", "parcoabruzzo.it.58354.html.gz", "rnz.de.witzel.html.gz"]
+    raws = [gzip.decompress((folder / n).read_bytes()) for n in names]
+    ref, _ = run(Extract(), raws)
+    cas, stats = run(Extract(ExtractConfig(extractor="cascade")), raws)
+    ref_t = ref.column("text").to_pylist()
+    assert all(t and len(t) > 500 for t in ref_t), [len(t or "") for t in ref_t]
+    assert cas.column("text").to_pylist() == ref_t
+    assert stats.changes["cascade_fallbacks"] == 2
+
+
+def test_cascade_needs_the_pinned_trafilatura(monkeypatch):
+    from stages.extract import cascade
+
+    monkeypatch.setattr(cascade, "TRAFILATURA_VERSION", "0.0.1")
+    with pytest.raises(SpecError, match=r"runs trafilatura 0.0.1's own steps, but trafilatura .* is installed: "
+                                        r"pip install trafilatura==0.0.1"):
+        ExtractConfig(extractor="cascade")
+    assert ExtractConfig(extractor="trafilatura").extractor == "trafilatura"
+
+
 def test_resiliparse_extractor_finds_the_main_text(shared_dir):
     raws = [r for _, r in pages(shared_dir, 8)]
     ref, _ = run(Extract(), raws)
