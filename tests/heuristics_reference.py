@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from stages.heuristics.text import EDGE_PY, repeated_items as _duplicates
+from stages.heuristics.grouping import repeated_items as _duplicates
+from stages.heuristics.words import EDGE_PY
 from stages.heuristics.c4 import C4Config
 from stages.heuristics.fineweb import FineWebConfig
 from stages.heuristics.gopher_quality import GopherQualityConfig

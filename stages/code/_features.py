@@ -21,7 +21,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from stages.heuristics import text as T
+from stages.arrow_strings import utf8_buffers
 
 _ALNUM = np.zeros(256, dtype=bool)
 for _c in b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789":
@@ -54,7 +54,7 @@ class FileStats:
 def file_stats(texts: pa.Array, long_line: int = 500) -> FileStats:
     """Line and character statistics of every string in ``texts`` (nulls: empty)."""
     n = len(texts)
-    offsets, data = T._utf8(texts)
+    offsets, data = utf8_buffers(texts)
     starts, ends = offsets[:-1], offsets[1:]
     size = np.diff(offsets)
     # characters before byte position p: p minus the continuation bytes before it

@@ -80,7 +80,8 @@ import pyarrow.compute as pc
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
-from stages.heuristics import text as T
+from stages.heuristics.columns import as_bool, texts_of
+from stages.heuristics.verdicts import fmt
 from stages.heuristics.config_checks import check_fractions, check_non_negative
 from stages.code import _features as F
 
@@ -242,7 +243,7 @@ def _basename(path: pa.Array) -> pa.Array:
 
 
 def _regex_any(values: pa.Array, pattern: str) -> np.ndarray:
-    return T.as_bool(pc.fill_null(pc.match_substring_regex(values, pattern), False))
+    return as_bool(pc.fill_null(pc.match_substring_regex(values, pattern), False))
 
 
 class CodeFilter(FilterStage):
@@ -282,8 +283,8 @@ class CodeFilter(FilterStage):
     def keep(self, batch: pa.Table):
         cfg: CodeFilterConfig = self.config  # type: ignore[assignment]
         n = batch.num_rows
-        texts = T.texts_of(batch)
-        path = T.texts_of(batch, PATH)
+        texts = texts_of(batch)
+        path = texts_of(batch, PATH)
         base = _basename(path)
         lang = batch.column(LANGUAGE).to_pylist()
         stats = F.file_stats(texts, long_line=cfg.minified_line_length)
@@ -352,7 +353,7 @@ class CodeFilter(FilterStage):
         if np.isfinite(max_frac).any() or np.isfinite(max_run).any():
             frac, run = F.encoded_data(texts, stats.chars, run_over=float(np.min(max_run)))
             fails.append(("encoded_data", (frac > max_frac) | (run > max_run),
-                          np.array([f"{T.fmt(f)} run {r}" for f, r in zip(frac.tolist(), run.tolist())], dtype=object)))
+                          np.array([f"{fmt(f)} run {r}" for f, r in zip(frac.tolist(), run.tolist())], dtype=object)))
         keep, reasons, _ = _first_failure(fails, n)
         return keep, reasons
 
@@ -391,14 +392,14 @@ class CodeFilter(FilterStage):
 
 
 def _first_failure(fails: list[tuple], n: int) -> tuple[np.ndarray, list[str | None], dict]:
-    """:func:`stages.heuristics.text.first_failure` with free-text details (strings kept as they are)."""
+    """:func:`stages.heuristics.verdicts.first_failure` with free-text details (strings kept as they are)."""
     keep = np.ones(n, dtype=bool)
     reasons: list[str | None] = [None] * n
     for rule, failed, value in fails:
         new = failed & keep
         for i in np.flatnonzero(new):
             v = value[i]
-            detail = v if isinstance(v, str) else T.fmt(v)
+            detail = v if isinstance(v, str) else fmt(v)
             reasons[i] = f"{rule}|{detail}" if detail else rule
         keep &= ~failed
     return keep, reasons, {}

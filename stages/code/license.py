@@ -32,7 +32,7 @@ from datapipe.errors import SpecError
 from datapipe.readers.code_license import (header_license, is_license_file, license_of_text,  # noqa: F401
                                            normalize, repository_license, spdx_licensing)
 from datapipe.stage import FilterStage, StageConfig
-from stages.heuristics import text as T
+from stages.heuristics.columns import text_list
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class LicenseFilter(FilterStage):
 
     def annotate(self, batch: pa.Table):
         cfg: LicenseConfig = self.config  # type: ignore[assignment]
-        lic, why = detect(batch.column(REPO).to_pylist(), T.text_list(batch, PATH), T.text_list(batch),
+        lic, why = detect(batch.column(REPO).to_pylist(), text_list(batch, PATH), text_list(batch),
                           batch.column(LICENSE).to_pylist(), header_chars=cfg.header_chars)
         return {LICENSE: pa.array(lic, pa.string()), "license_source": pa.array(why, pa.string())}
 

@@ -47,6 +47,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -57,7 +58,10 @@ from datapipe.errors import SpecError
 from datapipe.stage import StageConfig
 from stages.heuristics import datatrove_mode as DT
 from stages.heuristics import languages as L
-from stages.heuristics import text as T
+from stages.heuristics.byte_counts import count_words
+from stages.heuristics.columns import as_bool, as_int, lengths, text_list
+from stages.heuristics.pieces import Pieces, split_lines_py
+from stages.heuristics.words import WS_CLASS
 from datapipe.stage import Compute, Rewrite, RewriteFilterStage
 from stages.heuristics.fineweb import line_ends
 from stages.heuristics.config_checks import check_non_negative, check_reference, check_single_chars
@@ -68,7 +72,7 @@ C4_END_MARKS = (".", "?", "!", '"')
 C4_POLICY_SUBSTRINGS = ("terms of use", "privacy policy", "cookie policy", "uses cookies",
                         "use of cookies", "use cookies")
 CITATION_RE2 = r"\[\d*\]|\[edit\]|\[citation needed\]"
-SENTENCE_END_RE2 = (r"[.!?]+[\"'\x{201d}\x{2019})\]]*(?:[" + T.WS_CLASS + r"]|$)"
+SENTENCE_END_RE2 = (r"[.!?]+[\"'\x{201d}\x{2019})\]]*(?:[" + WS_CLASS + r"]|$)"
                     r"|[\x{3002}\x{ff01}\x{ff1f}\x{ff61}\x{0964}\x{0965}\x{061f}\x{06d4}\x{0589}\x{1362}\x{104b}\x{17d4}]+")
 LINE_RULES = ("too_long_word", "no_terminal_punct", "too_few_words", "javascript", "policy")
 
@@ -116,6 +120,11 @@ class C4Config(StageConfig):
         return self.bad_words_path is not None or self.bad_words_dir is not None
 
 
+def _alternation(strings: list[str]) -> str:
+    """An RE2 alternation of literal ``strings`` (longest first)."""
+    return "|".join(re.escape(s) for s in sorted(set(strings), key=len, reverse=True))
+
+
 def load_bad_words(path: str) -> list[str]:
     """Words/phrases of a LDNOOBW-style list: one per line, blank lines ignored, lower-cased."""
     with open(path, encoding="utf-8") as f:
@@ -129,15 +138,15 @@ def bad_words_pattern(words: list[str], bounded: bool = True) -> str:
     ``bounded`` is false: languages written without spaces), ignoring case; the word is
     capture group ``w``."""
     if not bounded:
-        return r"(?i)(?P<w>" + T.alternation(words) + r")"
-    return r"(?i)(?:^|[^\p{L}\p{N}_])(?P<w>" + T.alternation(words) + r")(?:[^\p{L}\p{N}_]|$)"
+        return r"(?i)(?P<w>" + _alternation(words) + r")"
+    return r"(?i)(?:^|[^\p{L}\p{N}_])(?P<w>" + _alternation(words) + r")(?:[^\p{L}\p{N}_]|$)"
 
 
 def _too_long_word(s: pa.Array, max_len: int | None) -> np.ndarray:
     """Lines with a word longer than ``max_len``: only lines that long can have one."""
     out = np.zeros(len(s), dtype=bool)
     if max_len is not None and len(s):
-        cand = np.flatnonzero(T.lengths(s) > max_len)
+        cand = np.flatnonzero(lengths(s) > max_len)
         if len(cand):
             vals = s.take(pa.array(cand)).to_pylist()
             out[cand] = [max(map(len, v.split()), default=0) > max_len for v in vals]
@@ -150,10 +159,10 @@ def _remove_citations(s: pa.Array) -> tuple[pa.Array, np.ndarray]:
     citations = np.zeros(len(s), dtype=np.int64)
     if not len(s):
         return s, citations
-    has_bracket = np.flatnonzero(T.as_bool(pc.match_substring(s, "[")))
+    has_bracket = np.flatnonzero(as_bool(pc.match_substring(s, "[")))
     if len(has_bracket):
         sub = s.take(pa.array(has_bracket))
-        found = T.as_int(pc.count_substring_regex(sub, CITATION_RE2))
+        found = as_int(pc.count_substring_regex(sub, CITATION_RE2))
         if found.any():
             citations[has_bracket] = found
             cleaned_sub = pc.replace_substring_regex(sub, CITATION_RE2, "").to_pylist()
@@ -164,14 +173,14 @@ def _remove_citations(s: pa.Array) -> tuple[pa.Array, np.ndarray]:
     return s, citations
 
 
-def _no_terminal_punct(lines: T.Pieces, langs: list, cfg: C4Config) -> tuple[np.ndarray, np.ndarray]:
+def _no_terminal_punct(lines: Pieces, langs: list, cfg: C4Config) -> tuple[np.ndarray, np.ndarray]:
     """(lines not ending in terminal punctuation or ending in an ellipsis, documents
     whose language has no known sentence marks: their lines are not judged)."""
     no_punct = np.zeros(len(lines), dtype=bool)
     punct_unknown = np.zeros(lines.n_docs, dtype=bool)
     if cfg.require_terminal_punct and len(lines):
         ends, punct_unknown = line_ends(lines, langs, tuple(cfg.terminal_punctuation))
-        no_punct = (~ends | T.as_bool(pc.ends_with(lines.values, "..."))) & ~punct_unknown[lines.parent]
+        no_punct = (~ends | as_bool(pc.ends_with(lines.values, "..."))) & ~punct_unknown[lines.parent]
     return no_punct, punct_unknown
 
 
@@ -184,7 +193,7 @@ def _too_few_words(s: pa.Array, parent: np.ndarray, langs: list, running: np.nda
         return few
     live = np.flatnonzero(running)
     if len(live):
-        counts = T.count_words(s.take(pa.array(live)))
+        counts = count_words(s.take(pa.array(live)))
         by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
         for j in np.flatnonzero(by_chars[parent[live]]):
             counts[j] = len(L.segment(s[int(live[j])].as_py()))
@@ -205,7 +214,7 @@ def _content_rules(s: pa.Array, candidate: np.ndarray, cfg: C4Config) -> tuple[n
 
     def on_candidates(result: pa.Array) -> np.ndarray:
         out = np.zeros(m, dtype=bool)
-        out[ci] = T.as_bool(result)
+        out[ci] = as_bool(result)
         return out
 
     if cfg.filter_lorem_ipsum:
@@ -215,7 +224,7 @@ def _content_rules(s: pa.Array, candidate: np.ndarray, cfg: C4Config) -> tuple[n
     if cfg.filter_curly_bracket:
         curly = on_candidates(pc.match_substring(cs, "{")) & ~lorem & ~js
     if cfg.filter_policy:
-        pat = T.alternation([p.lower() for p in cfg.policy_substrings])
+        pat = _alternation([p.lower() for p in cfg.policy_substrings])
         policy = on_candidates(pc.match_substring_regex(cs, pat, ignore_case=True)) & ~lorem & ~js & ~curly
     return lorem, js, curly, policy
 
@@ -236,10 +245,10 @@ def _first_offending_line(lorem: np.ndarray, curly: np.ndarray, parent: np.ndarr
     return keep, reasons
 
 
-def _too_few_sentences(kept: T.Pieces, min_sentences: int, keep: np.ndarray, reasons: list) -> None:
+def _too_few_sentences(kept: Pieces, min_sentences: int, keep: np.ndarray, reasons: list) -> None:
     """Drop (in place) kept documents whose kept lines hold fewer than ``min_sentences``
     sentences (at least one per kept line)."""
-    per_line = (np.maximum(T.as_int(pc.count_substring_regex(kept.values, SENTENCE_END_RE2)), 1)
+    per_line = (np.maximum(as_int(pc.count_substring_regex(kept.values, SENTENCE_END_RE2)), 1)
                 if len(kept) else np.zeros(0, dtype=np.int64))
     sentences = kept.total(per_line.astype(np.float64)).astype(np.int64)
     few = keep & (sentences < min_sentences)
@@ -280,25 +289,25 @@ class C4(RewriteFilterStage):
     def rewrite(self, batch: pa.Table) -> Rewrite:
         cfg: C4Config = self.config
         self.ensure_setup()
-        texts = T.text_list(batch)
+        texts = text_list(batch)
         langs = L.languages_of(L.document_languages(batch, cfg.default_language))
         if cfg.reference == "datatrove":
             return self._datatrove(texts, langs)
         n = len(texts)
-        lines = T.split_lines_py(texts, strip="both")
+        lines = split_lines_py(texts, strip="both")
         parent = lines.parent
         # the line rules in the reference order; each sees the lines still in the running
         too_long = _too_long_word(lines.values, cfg.max_word_length)
         s, citations = (_remove_citations(lines.values) if cfg.remove_citations
                         else (lines.values, np.zeros(len(lines), dtype=np.int64)))
-        no_punct, punct_unknown = _no_terminal_punct(T.Pieces(s, parent, n), langs, cfg)
+        no_punct, punct_unknown = _no_terminal_punct(Pieces(s, parent, n), langs, cfg)
         few_words = _too_few_words(s, parent, langs, ~too_long & ~no_punct, cfg.min_words_per_line)
         candidate = ~too_long & ~no_punct & ~few_words
         lorem, js, curly, policy = _content_rules(s, candidate, cfg)
         kept_line = candidate & ~lorem & ~js & ~curly & ~policy
 
         keep, reasons = _first_offending_line(lorem, curly, parent, n)
-        kept = T.Pieces(s, parent, n).select(kept_line)
+        kept = Pieces(s, parent, n).select(kept_line)
         if cfg.min_sentences is not None:
             _too_few_sentences(kept, cfg.min_sentences, keep, reasons)
         cleaned = pc.utf8_trim_whitespace(kept.join("\n"))   # blank lines can only be kept with rules off
@@ -334,7 +343,7 @@ class C4(RewriteFilterStage):
         for pat, docs in groups.items():
             rows = np.array(docs, dtype=np.int64)
             sub = cleaned.take(pa.array(rows))
-            hit = T.as_bool(pc.match_substring_regex(sub, pat))
+            hit = as_bool(pc.match_substring_regex(sub, pat))
             if hit.any():
                 found = pc.extract_regex(sub.filter(pa.array(hit)), pat).field("w").to_pylist()
                 for d, w in zip(rows[hit].tolist(), found):

@@ -32,7 +32,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from stages.heuristics import languages as L
-from stages.heuristics.text import repeated_items as _duplicates
+from stages.heuristics.grouping import repeated_items as _duplicates
 
 log = logging.getLogger(__name__)
 

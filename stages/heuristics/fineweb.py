@@ -44,7 +44,11 @@ from datapipe.errors import SpecError
 from datapipe.stage import FilterStage, StageConfig
 from stages.heuristics import datatrove_mode as DT
 from stages.heuristics import languages as L
-from stages.heuristics import text as T
+from stages.heuristics.byte_counts import count_byte, count_words
+from stages.heuristics.columns import as_bool, lengths, text_list, texts_of
+from stages.heuristics.grouping import codes, repeats
+from stages.heuristics.pieces import Pieces
+from stages.heuristics.verdicts import first_failure
 from stages.heuristics.config_checks import check_fractions, check_non_negative, check_reference, check_single_chars
 
 log = logging.getLogger(__name__)
@@ -87,13 +91,13 @@ class FineWeb(FilterStage):
         langs = L.languages_of(L.document_languages(batch, cfg.default_language))
         if cfg.reference == "datatrove":
             return self._datatrove(batch, langs)
-        arr = T.texts_of(batch)
+        arr = texts_of(batch)
         n = len(arr)
         lists = pc.split_pattern(arr, "\n")
-        lines = T.Pieces(pc.utf8_rtrim_whitespace(pc.list_flatten(lists)),
+        lines = Pieces(pc.utf8_rtrim_whitespace(pc.list_flatten(lists)),
                          pc.list_parent_indices(lists).to_numpy(zero_copy_only=False).astype(np.int64), n)
         if cfg.skip_blank_lines and len(lines):
-            lines = lines.select(T.lengths(lines.values) > 0)
+            lines = lines.select(lengths(lines.values) > 0)
         n_lines = lines.count()
         safe_lines = np.maximum(n_lines, 1)
         fails: list[tuple] = [("empty", n_lines == 0, n_lines)]
@@ -103,23 +107,23 @@ class FineWeb(FilterStage):
             r = lines.count(ends) / safe_lines
             fails.append(("line_punct_ratio", r <= cfg.min_line_punct_ratio, r, unknown))
         if cfg.max_short_line_ratio is not None:
-            r = lines.count(T.lengths(lines.values) <= cfg.short_line_length) / safe_lines
+            r = lines.count(lengths(lines.values) <= cfg.short_line_length) / safe_lines
             fails.append(("short_line_ratio", r >= cfg.max_short_line_ratio, r))
-        newlines = T.count_byte(arr, 10)
+        newlines = count_byte(arr, 10)
         if cfg.max_char_dup_ratio is not None:
             stripped = pc.utf8_ltrim_whitespace(lines.values) if len(lines) else lines.values
-            rep = T.repeats(T.codes(stripped), lines.parent)
-            dup_chars = lines.total(T.lengths(stripped).astype(np.float64), rep)
-            non_nl = T.lengths(arr) - newlines
+            rep = repeats(codes(stripped), lines.parent)
+            dup_chars = lines.total(lengths(stripped).astype(np.float64), rep)
+            non_nl = lengths(arr) - newlines
             r = dup_chars / np.maximum(non_nl, 1)
             fails.append(("char_dup_ratio", r >= cfg.max_char_dup_ratio, r))
         if cfg.max_list_ratio is not None:
-            words = T.count_words(arr)
+            words = count_words(arr)
             for i in (i for i, x in enumerate(langs) if x is not None and x.by_chars):
                 words[i] = len(L.segment(arr[i].as_py()))
             r = newlines / np.maximum(words, 1)
             fails.append(("list_ratio", r > cfg.max_list_ratio, r))
-        return T.first_failure(fails, n)
+        return first_failure(fails, n)
 
     def _datatrove(self, batch: pa.Table, langs: list):
         cfg: FineWebConfig = self.config
@@ -127,11 +131,11 @@ class FineWeb(FilterStage):
             self._words = DT.Words()
         stop = (tuple(DT.TERMINAL_PUNCTUATION) if tuple(cfg.terminal_punctuation) == FINEWEB_TERMINAL_PUNCTUATION
                 else tuple(cfg.terminal_punctuation))
-        return DT.run_per_document(T.text_list(batch), langs, lambda t, lang: DT.fineweb(
+        return DT.run_per_document(text_list(batch), langs, lambda t, lang: DT.fineweb(
             t, lambda: self._words.words(t, lang), cfg, stop))
 
 
-def line_ends(lines: T.Pieces, langs: list, base: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+def line_ends(lines: Pieces, langs: list, base: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per line: ends in its document's terminal punctuation; per document: its language
     has no known sentence marks (not judged)."""
     ends = np.zeros(len(lines), dtype=bool)
@@ -148,5 +152,5 @@ def line_ends(lines: T.Pieces, langs: list, base: tuple[str, ...]) -> tuple[np.n
     for g, marks in enumerate(groups):
         sel = np.flatnonzero(line_group == g)
         if len(sel):
-            ends[sel] = T.as_bool(pc.is_in(last.take(pa.array(sel)), value_set=pa.array(list(marks), pa.string())))
+            ends[sel] = as_bool(pc.is_in(last.take(pa.array(sel)), value_set=pa.array(list(marks), pa.string())))
     return ends, unknown

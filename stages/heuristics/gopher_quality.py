@@ -17,7 +17,7 @@ alpha_words         fraction of words with a letter < ``min_alpha_words``       
 stop_words          occurrences of the stop words < ``min_stop_words``              2
 ==================  ==============================================================  =========
 
-Words, cores and lines follow :mod:`stages.heuristics.text`. Word counts and lengths use word
+Words, cores and lines follow :mod:`stages.heuristics.words`. Word counts and lengths use word
 cores (``"word,"`` counts 4 characters, ``"-"`` is not a word), which is what the
 datatrove implementation gets from its tokenizer splitting punctuation off. Stop words
 are matched on lower-cased cores. Any threshold set to ``null`` disables its rule.
@@ -46,7 +46,10 @@ from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, StageConfig
 from stages.heuristics import datatrove_mode as DT
 from stages.heuristics import languages as L
-from stages.heuristics import text as T
+from stages.heuristics.columns import py_counts, text_list
+from stages.heuristics.grouping import mix64
+from stages.heuristics.verdicts import first_failure
+from stages.heuristics.words import char_table, CharTable, string_span_hash, tokenize, Tokens
 from stages.heuristics.languages import GOPHER_STOP_WORDS
 from stages.heuristics.config_checks import check_fractions, check_non_negative, check_reference, check_single_chars
 
@@ -104,11 +107,11 @@ class GopherQuality(FilterStage):
     Config = GopherQualityConfig
     compute = Compute(kind="actor")   # setup() loads state once per actor
 
-    _chars: T.CharTable | None = None          # set in setup()
+    _chars: CharTable | None = None          # set in setup()
     _stop_hashes: dict[str, np.ndarray]
 
     def setup(self) -> None:
-        self._chars = T.char_table()
+        self._chars = char_table()
         self._stop_hashes = {}
 
     def _dt_words(self) -> DT.Words:
@@ -127,13 +130,13 @@ class GopherQuality(FilterStage):
         if lang.code not in self._stop_hashes:
             words = self._stop_words(lang) or ()
             self._stop_hashes[lang.code] = np.array(
-                sorted({T.string_span_hash(w) for w in words if len(w) <= MAX_STOP_WORD_LEN}), dtype=np.uint64)
+                sorted({string_span_hash(w) for w in words if len(w) <= MAX_STOP_WORD_LEN}), dtype=np.uint64)
         return self._stop_hashes[lang.code]
 
     def keep(self, batch: pa.Table):
         cfg: GopherQualityConfig = self.config
         self.ensure_setup()
-        texts = T.text_list(batch)
+        texts = text_list(batch)
         langs = L.languages_of(L.document_languages(batch, cfg.default_language))
         if cfg.reference == "datatrove":
             words = self._dt_words()
@@ -141,7 +144,7 @@ class GopherQuality(FilterStage):
                 texts, langs, lambda t, lang: DT.gopher_quality(t, words.words(t, lang), cfg, self._stop_words(lang)))
         n = len(texts)
         by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
-        toks = T.tokenize(texts, self._chars, by_chars)
+        toks = tokenize(texts, self._chars, by_chars)
         core_start, core_len, has_alpha = toks.cores()
         is_word = core_len > 0
         n_words = toks.count(is_word)
@@ -165,10 +168,10 @@ class GopherQuality(FilterStage):
             fails.append(("mean_word_length", ml_fail & (n_words > 0), mean_len, by_chars))
 
         if cfg.max_hash_ratio is not None:
-            r = T.py_counts(texts, lambda t: t.count("#")) / safe_words
+            r = py_counts(texts, lambda t: t.count("#")) / safe_words
             fails.append(("hash_ratio", r > cfg.max_hash_ratio, r))
         if cfg.max_ellipsis_ratio is not None:
-            r = T.py_counts(texts, lambda t: t.count("...") + t.count("\u2026")) / safe_words
+            r = py_counts(texts, lambda t: t.count("...") + t.count("\u2026")) / safe_words
             fails.append(("ellipsis_ratio", r > cfg.max_ellipsis_ratio, r))
 
         if cfg.max_bullet_lines is not None or cfg.max_ellipsis_lines is not None:
@@ -182,7 +185,7 @@ class GopherQuality(FilterStage):
             c, unknown = self._count_stop_words(toks, langs, core_start, core_len, is_word)
             fails.append(("stop_words", c < cfg.min_stop_words, c, unknown))
 
-        return T.first_failure(fails, n)
+        return first_failure(fails, n)
 
     def _line_rules(self, texts: list[str]) -> list[tuple]:
         cfg: GopherQualityConfig = self.config
@@ -206,7 +209,7 @@ class GopherQuality(FilterStage):
             out.append(("ellipsis_lines", r > cfg.max_ellipsis_lines, r))
         return out
 
-    def _count_stop_words(self, toks: T.Tokens, langs: list[L.Language | None], core_start: np.ndarray,
+    def _count_stop_words(self, toks: Tokens, langs: list[L.Language | None], core_start: np.ndarray,
                           core_len: np.ndarray, is_word: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Per document: stop-word occurrences of its language, and whether its language
         has no list. A word matches when its lower-cased core hashes to a stop word of the
@@ -219,12 +222,12 @@ class GopherQuality(FilterStage):
         if not codes:
             return np.zeros(n, dtype=np.int64), unknown
         by_code = {x.code: x for x in langs if x is not None}
-        table = np.concatenate([self._hashes(by_code[c]) ^ T.mix64(np.full(1, index[c], dtype=np.uint64))
+        table = np.concatenate([self._hashes(by_code[c]) ^ mix64(np.full(1, index[c], dtype=np.uint64))
                                 for c in codes])
         max_len = min(MAX_STOP_WORD_LEN, max(max(map(len, self._stop_words(by_code[c]))) for c in codes))
         cand = is_word & (core_len <= max_len) & ~unknown[toks.doc]
         h = toks.span_hashes(core_start[cand], core_len[cand], self._chars, max_len)
-        h ^= T.mix64(doc_lang[toks.doc[cand]])
+        h ^= mix64(doc_lang[toks.doc[cand]])
         hit = np.zeros(len(cand), dtype=bool)
         hit[cand] = np.isin(h, table)
         return toks.count(hit), unknown

@@ -50,7 +50,11 @@ from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, StageConfig
 from stages.heuristics import datatrove_mode as DT
 from stages.heuristics import languages as L
-from stages.heuristics import text as T
+from stages.heuristics.columns import lengths, py_counts, text_list
+from stages.heuristics.grouping import codes, first_seen, mix64, repeats
+from stages.heuristics.pieces import positions_in_doc
+from stages.heuristics.verdicts import first_failure
+from stages.heuristics.words import char_table, CharTable, tokenize, Tokens
 from stages.heuristics.config_checks import check_fractions, check_reference
 
 log = logging.getLogger(__name__)
@@ -94,15 +98,15 @@ class GopherRepetition(FilterStage):
     Config = GopherRepetitionConfig
     compute = Compute(kind="actor")   # setup() loads state once per actor
 
-    _chars: T.CharTable | None = None          # set in setup()
+    _chars: CharTable | None = None          # set in setup()
 
     def setup(self) -> None:
-        self._chars = T.char_table()
+        self._chars = char_table()
 
     def keep(self, batch: pa.Table):
         cfg: GopherRepetitionConfig = self.config
         self.ensure_setup()
-        texts = T.text_list(batch)
+        texts = text_list(batch)
         langs = L.languages_of(L.document_languages(batch, cfg.default_language))
         if cfg.reference == "datatrove":
             if getattr(self, "_words", None) is None:
@@ -111,7 +115,7 @@ class GopherRepetition(FilterStage):
                                        lambda t, lang: DT.gopher_repetition(t, self._words.words(t, lang), cfg))
         by_chars = np.array([x is not None and x.by_chars for x in langs], dtype=bool)
         n = len(texts)
-        total_chars = np.maximum(T.py_counts(texts, len), 1).astype(np.float64)
+        total_chars = np.maximum(py_counts(texts, len), 1).astype(np.float64)
         fails: list[tuple[str, np.ndarray, np.ndarray]] = []
 
         lines = None
@@ -132,7 +136,7 @@ class GopherRepetition(FilterStage):
         top = dict(cfg.top_ngram_char_frac)
         dup = dict(cfg.dup_ngram_char_frac)
         if top or dup:
-            stats = ngram_char_stats(T.tokenize(texts, self._chars, by_chars), top_ns=sorted(top), dup_ns=sorted(dup))
+            stats = ngram_char_stats(tokenize(texts, self._chars, by_chars), top_ns=sorted(top), dup_ns=sorted(dup))
             for k in sorted(top):
                 r = stats[("top", k)] / total_chars
                 fails.append((f"top_{k}gram_char_frac", r > top[k], r))
@@ -140,7 +144,7 @@ class GopherRepetition(FilterStage):
                 r = stats[("dup", k)] / total_chars
                 fails.append((f"dup_{k}gram_char_frac", r > dup[k], r))
 
-        return T.first_failure(fails, n)
+        return first_failure(fails, n)
 
 
 @dataclass
@@ -159,14 +163,14 @@ def _stripped_lines(texts: list[str]) -> _Lines:
     counts = np.fromiter((len(x) for x in per_doc), dtype=np.int64, count=len(per_doc))
     arr = pa.array([x for lines in per_doc for x in lines], pa.string())
     parent = np.repeat(np.arange(len(per_doc), dtype=np.int64), counts)
-    return _Lines(parent, T.codes(arr), T.lengths(arr), len(per_doc))
+    return _Lines(parent, codes(arr), lengths(arr), len(per_doc))
 
 
 def _line_duplicates(lines: _Lines) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Per document: repeated non-blank lines, their characters, all non-blank lines."""
     nb = lines.length > 0
     parent = lines.parent[nb]
-    rep = T.repeats(lines.code[nb], parent)
+    rep = repeats(lines.code[nb], parent)
     n = lines.n_docs
     return (np.bincount(parent[rep], minlength=n), np.bincount(parent[rep], weights=lines.length[nb][rep], minlength=n),
             np.bincount(parent, minlength=n))
@@ -189,16 +193,16 @@ def _paragraph_duplicates(lines: _Lines) -> tuple[np.ndarray, np.ndarray, np.nda
     sizes = np.diff(np.r_[starts, len(idx)])
     pos = np.arange(len(idx), dtype=np.int64) - np.repeat(starts, sizes)
     with np.errstate(over="ignore"):
-        v = T.mix64(lines.code[idx].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + pos.astype(np.uint64))
-    key = np.bitwise_xor.reduceat(v, starts) ^ T.mix64(sizes.astype(np.uint64))
+        v = mix64(lines.code[idx].astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15) + pos.astype(np.uint64))
+    key = np.bitwise_xor.reduceat(v, starts) ^ mix64(sizes.astype(np.uint64))
     chars = np.add.reduceat(lines.length[idx], starts) + sizes - 1
     pdoc = parent[idx][starts]
-    rep = T.repeats(key, pdoc)
+    rep = repeats(key, pdoc)
     return (np.bincount(pdoc[rep], minlength=n), np.bincount(pdoc[rep], weights=chars[rep], minlength=n),
             np.bincount(pdoc, minlength=n))
 
 
-def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) -> dict[tuple[str, int], np.ndarray]:
+def ngram_char_stats(toks: Tokens, *, top_ns: list[int], dup_ns: list[int]) -> dict[tuple[str, int], np.ndarray]:
     """Per document, for each ``n`` in ``top_ns`` the characters of its most frequent
     word n-gram times that n-gram's count, and for each ``n`` in ``dup_ns`` the characters
     of words covered by repeated n-grams (see the module docstring).
@@ -216,11 +220,11 @@ def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) ->
     wlen = toks.length
     cum = np.zeros(m + 1, dtype=np.int64)
     np.cumsum(wlen, out=cum[1:])
-    pos, doc_words = T.positions_in_doc(toks.doc, n_docs)
+    pos, doc_words = positions_in_doc(toks.doc, n_docs)
     doc_first = np.zeros(n_docs, dtype=np.int64)
     np.cumsum(np.bincount(toks.doc, minlength=n_docs)[:-1], out=doc_first[1:])
     n_doc_words = np.bincount(toks.doc, minlength=n_docs)
-    salt = T.mix64(toks.doc.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019))
+    salt = mix64(toks.doc.astype(np.uint64) + np.uint64(0x632BE59BD9B4E019))
     wcode = toks.hashes()
 
     cand = np.arange(m, dtype=np.int64)   # positions whose (k-1)-gram repeats, in text order
@@ -230,8 +234,8 @@ def ngram_char_stats(toks: T.Tokens, *, top_ns: list[int], dup_ns: list[int]) ->
             cand = cand[pos[cand] + k <= doc_words[cand]]
             if len(cand) == 0:
                 break
-            h[cand] = T.mix64(h[cand] * np.uint64(0x9E3779B97F4A7C15) + wcode[cand + k - 1] + np.uint64(k))
-            group, is_first, sizes = T.first_seen(h[cand] ^ salt[cand])
+            h[cand] = mix64(h[cand] * np.uint64(0x9E3779B97F4A7C15) + wcode[cand + k - 1] + np.uint64(k))
+            group, is_first, sizes = first_seen(h[cand] ^ salt[cand])
             if k in top_ns:
                 res = np.zeros(n_docs)
                 # a k-gram occurring once: the document's first k-gram wins the tie

@@ -66,6 +66,7 @@ from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, Reasons, StageConfig
+from stages.arrow_strings import utf8_buffers
 from stages.hashing.radix import RadixIndex
 
 log = logging.getLogger(__name__)
@@ -483,23 +484,13 @@ class _Bytes:
         return self.data[start:end].tobytes().decode("utf-8", "replace")
 
 
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """(offsets as int64, data bytes) of a plain string array."""
-    n = len(arr)
-    off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(arr.buffers()[1], dtype=off_type)[: n + 1].astype(np.int64)
-    buf = arr.buffers()[2]
-    data = np.frombuffer(buf, dtype=np.uint8)[: int(offsets[-1])] if buf is not None and n else np.zeros(0, np.uint8)
-    return offsets, data
-
-
 def string_hashes(arr: pa.Array) -> np.ndarray:
     """The 64-bit hash of every string of ``arr`` (see :class:`_Bytes`). Not
     collision-proof: :class:`StringSet` confirms every hash hit by comparing strings."""
     arr = _plain(arr)
     if len(arr) == 0:
         return np.zeros(0, dtype=np.uint64)
-    offsets, data = _buffers(arr)
+    offsets, data = utf8_buffers(arr)
     return _Bytes(data).hashes(offsets[:-1], offsets[1:])
 
 
@@ -613,7 +604,7 @@ class UrlView:
             urls = urls.combine_chunks()
         self.urls = _plain(urls.cast(pa.string()))
         n = self.n = len(self.urls)
-        offsets, data = _buffers(self.urls)
+        offsets, data = utf8_buffers(self.urls)
         starts, ends = offsets[:-1], offsets[1:]
         # host start: after "://" when it comes within the first 16 bytes, else the URL start
         sep = pc.find_substring(self.urls, "://").to_numpy(zero_copy_only=False).astype(np.int64)
@@ -651,7 +642,7 @@ class UrlView:
         if slow.any():                                   # normalised in Python, appended to the buffer
             data, hs, he = self._slow_hosts(data, hs, he, slow, odd, idna)
         hosts = _gather(data, hs, he)
-        h_off, h_data = _buffers(hosts)
+        h_off, h_data = utf8_buffers(hosts)
         upper = (h_data >= 65) & (h_data <= 90)
         if upper.any():
             h_data = h_data + upper.astype(np.uint8) * np.uint8(32)
@@ -722,7 +713,7 @@ class UrlView:
             parts.append(pa.array([split_url(self.urls[r].as_py(), labels)[0] for r in odd_rows.tolist()], pa.string()))
             rows = np.concatenate([rows, odd_rows])
         values = _plain(pa.concat_arrays(parts) if len(parts) > 1 else parts[0])
-        v_off, v_data = _buffers(values)
+        v_off, v_data = utf8_buffers(values)
         hs, he = hs.copy(), he.copy()
         hs[rows], he[rows] = len(data) + v_off[:-1], len(data) + v_off[1:]
         return np.concatenate([data, v_data]), hs, he

@@ -28,7 +28,7 @@ from datapipe import fs
 from stages.models import fasttext as fasttext_compat
 from datapipe.errors import SpecError
 from datapipe.stage import Compute, FilterStage, StageConfig
-from stages.heuristics import text as T
+from stages.heuristics.columns import text_list
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class LangId(FilterStage):
         return langs, scores
 
     def annotate(self, batch: pa.Table):
-        langs, scores = self.predict(T.text_list(batch))
+        langs, scores = self.predict(text_list(batch))
         return {"language": pa.array(langs, pa.string()), "language_score": pa.array(scores, pa.float32())}
 
     def keep(self, batch: pa.Table):

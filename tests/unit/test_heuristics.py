@@ -19,7 +19,7 @@ import heuristics_reference as R
 from stages.heuristics.c4 import C4, C4Config, load_bad_words
 from stages.heuristics.fineweb import FineWeb, FineWebConfig
 from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig
-from stages.heuristics import text as T
+from stages.heuristics.words import CharTable, tokenize
 from stages.heuristics.gopher_repetition import GopherRepetition, GopherRepetitionConfig, ngram_char_stats
 
 
@@ -261,7 +261,7 @@ def test_gopher_overlapping_repeats_count_once():
     # "a b c d e f" twice: the repeated 5-grams at the second copy overlap; its 6 words
     # count once (6 characters), not 2 x 5
     text = "a b c d e f " + filler(25) + " a b c d e f"
-    got = ngram_char_stats(T.tokenize([text], T.CharTable()), top_ns=[], dup_ns=[5])[("dup", 5)][0]
+    got = ngram_char_stats(tokenize([text], CharTable()), top_ns=[], dup_ns=[5])[("dup", 5)][0]
     assert got == 6
     assert R.gopher_repetition(text, GopherRepetitionConfig(**{**GR_OFF, "dup_ngram_char_frac": {5: 6 / len(text) - 1e-9}}))
 

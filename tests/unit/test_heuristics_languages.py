@@ -14,7 +14,7 @@ import pytest
 from datapipe import schema as S
 from datapipe.errors import SpecError
 from stages.heuristics import languages as L
-from stages.heuristics import text as T
+from stages.heuristics.words import CharTable, tokenize
 from stages.heuristics.c4 import C4, C4Config
 from stages.heuristics.fineweb import FineWeb
 from stages.heuristics.gopher_quality import GopherQuality, GopherQualityConfig
@@ -72,8 +72,8 @@ def test_text_without_stop_words_of_its_language_is_dropped():
 @pytest.mark.parametrize("name,code", [("cmn_hans", "zh"), ("jpn", "ja"), ("tha", "th")])
 def test_scripts_without_spaces_are_segmented_by_characters(name, code):
     text = articles(udhr(name))
-    by_chars = T.tokenize([text], T.CharTable(), np.array([True]))
-    by_space = T.tokenize([text], T.CharTable())
+    by_chars = tokenize([text], CharTable(), np.array([True]))
+    by_space = tokenize([text], CharTable())
     assert len(by_chars) > 5 * len(by_space)
     cjk = [t for t in L.segment(text) if len(t) == 1 and L._SEG_RE.match(t)]
     assert len(cjk) > 0.5 * len(text.replace(" ", "").replace("\n", ""))
