@@ -8,8 +8,9 @@ Layout, for ``output = <parent>/<name>`` (a local folder or a URI prefix):
   ``heartbeat_s``; a lock whose heartbeat is older than ``stale_s`` (or, on this host,
   whose process is gone) belongs to a dead run and is taken over.
 * ``<parent>/<name>.staging-<key>/``: everything a run writes, before it is complete.
-  ``key`` is the run id, or a key the caller gives (the runner gives the job hash, so
-  that a restart of the same job finds its staging and resumes it). Leftover staging
+  ``key`` is the run id, or a key the caller gives (a job's run gives its job hash,
+  :mod:`datapipe.staging`, so that a restart of the same job finds its staging and
+  resumes it). Leftover staging
   folders of dead runs are deleted when the next run takes the lock, except the one it
   is told to keep.
 * ``<output>/manifest.json`` (every file with rows and sha256), then ``<output>/_SUCCESS``
