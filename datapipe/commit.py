@@ -10,9 +10,8 @@ Layout, for ``output = <parent>/<name>`` (a local folder or a URI prefix):
 * ``<parent>/<name>.staging-<key>/``: everything a run writes, before it is complete.
   ``key`` is the run id, or a key the caller gives (a job's run gives its job hash,
   :mod:`datapipe.staging`, so that a restart of the same job finds its staging and
-  resumes it). Leftover staging
-  folders of dead runs are deleted when the next run takes the lock, except the one it
-  is told to keep.
+  resumes it). Leftover staging folders of dead runs are deleted when the next run
+  takes the lock, except the one it is told to keep.
 * ``<output>/manifest.json`` (every file with rows and sha256), then ``<output>/_SUCCESS``
   written **last**; ``_SUCCESS`` holds the manifest's sha256.
 
