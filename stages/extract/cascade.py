@@ -8,11 +8,11 @@ whole page. ``cascade`` keeps trafilatura's algorithm and cuts each:
 1. **prestrip** – lexbor (selectolax) parses the page and drops the elements
    trafilatura deletes anyway before it looks for content (:data:`PRESTRIP`); lxml then
    parses the smaller page, with a plain element class (no per-element Python lookup).
-2. **one pass** – trafilatura's own steps (:func:`extract`, the sequence of
+2. **one pass** – trafilatura's own steps (:func:`one_pass`, the sequence of
    ``trafilatura.core.trafilatura_sequence`` for precision without comments) run once on
    that tree: the raw-tree prunes, cleaning and tag conversion, the main extractor. Its
    XPath selectors that take the time are replaced by :class:`Matcher` objects, the same
-   selections written in Python (:data:`MATCHERS`; a unit test checks them against
+   selections written in Python (:func:`_matchers`; a unit test checks them against
    trafilatura's XPath on real pages), bound into copies of trafilatura's functions
    (:func:`_internals`); the raw-tree prunes are skipped on pages that cannot match them
    (none of their tokens occurs in the page).
@@ -95,7 +95,10 @@ def _load(page: str):
     except ValueError:   # "Unicode strings with encoding declaration are not supported."
         tree = None
     if tree is None or len(tree) < 1:
-        tree = lh.fromstring(page.encode("utf8", "surrogatepass"), parser=parser)
+        try:
+            tree = lh.fromstring(page.encode("utf8", "surrogatepass"), parser=parser)
+        except Exception:   # as trafilatura.utils.fromstring_bytes: no tree (then the full reference runs)
+            return None
     if tree is not None and is_dubious_html(beginning) and len(tree) < 2:
         return None
     return tree
