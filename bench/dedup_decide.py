@@ -2,7 +2,8 @@
 passages + edited near-copies, built by ``bench/peers.py``), new against old.
 
 * new: ``side()`` over the documents in 1,024-row batches (what the split tasks do),
-  then ``decide()`` on the side files, once on the one-process path and once on the
+  then the stage's passes on the side files (``datapipe.passes.run_global``, the engine's
+  entry point), once on the one-process path and once on the
   distributed path (Ray Data passes, ``local_rows: 0``);
 * old: the chain of Ray Data passes the stage ran before the global-stage contract
   (signatures, exact, candidates, verification, components, decisions, mark) from
@@ -48,6 +49,7 @@ def run_new(t, work: Path, **cfg) -> tuple[float, float, int, dict]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
+    from datapipe.passes import run_global
     from datapipe.stage import StageContext
     from stages.dedup import Dedup, DedupConfig
 
@@ -65,7 +67,7 @@ def run_new(t, work: Path, **cfg) -> tuple[float, float, int, dict]:
     t_side = time.perf_counter() - t0
     ctx = StageContext(work_dir=str(work), sources=("docs",))
     t0 = time.perf_counter()
-    uri = stage.decide(files, ctx)
+    uri = run_global(stage, files, ctx)
     t_decide = time.perf_counter() - t0
     removed = pq.read_table(uri, columns=["_row"]).num_rows if uri else 0   # a file or a folder
     return t_side, t_decide, removed, ctx.report

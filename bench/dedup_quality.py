@@ -274,10 +274,11 @@ PRIORITY = ("wiki", "books", "ccnet", "web")
 
 def run_ours(docs: list[dict], work: Path, **cfg) -> tuple[set[str], float, dict]:
     """The stage as a runner drives it: ``side()`` per split (one per source here),
-    then ``decide()`` once (the one-process path at this size)."""
+    then its passes once (``run_global``; the one-process path at this size)."""
     import pyarrow.parquet as pq
 
     from datapipe import schema as S
+    from datapipe.passes import run_global
     from datapipe.stage import StageContext
     from stages.dedup import Dedup, DedupConfig
 
@@ -298,7 +299,7 @@ def run_ours(docs: list[dict], work: Path, **cfg) -> tuple[set[str], float, dict
         files.append(str(work / "side" / f"{src}.parquet"))
         pq.write_table(side, files[-1])
     ctx = StageContext(work_dir=str(work), sources=SOURCES)
-    uri = stage.decide(files, ctx)
+    uri = run_global(stage, files, ctx)
     secs = time.perf_counter() - t0
     removed = set()
     if uri is not None:

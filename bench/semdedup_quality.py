@@ -306,7 +306,7 @@ def _removed(uri: str | None, ids: dict) -> set[str]:
 def run_semantic(docs: list[dict], emb: np.ndarray, work: Path, **cfg) -> tuple[set[str], float]:
     """``semantic_dedup`` as the runner drives it: side files per source, then its
     declared passes (in this process at this size)."""
-    from datapipe.passes import run_declared
+    from datapipe.passes import run_global
     from datapipe.stage import StageContext
     from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
 
@@ -314,11 +314,12 @@ def run_semantic(docs: list[dict], emb: np.ndarray, work: Path, **cfg) -> tuple[
     stage = SemanticDedup(SemanticDedupConfig(source_priority=PRIORITY, **cfg))
     t0 = time.perf_counter()
     files, ids = _side_files(stage, docs, work, emb)
-    uri = run_declared(stage, files, StageContext(work_dir=str(work / "work"), sources=PRIORITY))
+    uri = run_global(stage, files, StageContext(work_dir=str(work / "work"), sources=PRIORITY))
     return _removed(uri, ids), time.perf_counter() - t0
 
 
 def run_minhash(docs: list[dict], work: Path, **cfg) -> tuple[set[str], float]:
+    from datapipe.passes import run_global
     from datapipe.stage import StageContext
     from stages.dedup import Dedup, DedupConfig
 
@@ -326,7 +327,7 @@ def run_minhash(docs: list[dict], work: Path, **cfg) -> tuple[set[str], float]:
     stage = Dedup(DedupConfig(source_priority=PRIORITY, **cfg))
     t0 = time.perf_counter()
     files, ids = _side_files(stage, docs, work, None)
-    uri = stage.decide(files, StageContext(work_dir=str(work / "work"), sources=PRIORITY))
+    uri = run_global(stage, files, StageContext(work_dir=str(work / "work"), sources=PRIORITY))
     return _removed(uri, ids), time.perf_counter() - t0
 
 

@@ -62,7 +62,7 @@ def side_files(n: int, topics: int, folder: Path, seed: int = 0) -> tuple[list[s
 def run(files: list[str], work: Path, **cfg) -> tuple[dict[str, float], float, int]:
     from peak_memory import maxrss_mb, rss_mark
 
-    from datapipe.passes import run_declared
+    from datapipe.passes import run_global
     from datapipe.stage import StageContext
     from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
 
@@ -70,7 +70,7 @@ def run(files: list[str], work: Path, **cfg) -> tuple[dict[str, float], float, i
     stage = SemanticDedup(SemanticDedupConfig(local_rows=10**9, **cfg))
     ctx = StageContext(work_dir=str(work), sources=("s",))
     base = rss_mark()
-    run_declared(stage, files, ctx)
+    run_global(stage, files, ctx)
     peak = maxrss_mb() - base
     return {p["pass"]: p["seconds"] for p in ctx.report["passes"]}, peak, ctx.report["removed"]
 

@@ -1,27 +1,32 @@
 """The engine's side of a global stage's passes: a stage declares them as data
 (:class:`Pass`: inputs, the function each runs, how rows are partitioned, what it
-writes, params) and :class:`PassExecutor` runs them on Ray Data (or in this process for
-small inputs) and owns the rest, the same way for every global stage: where each pass's
-artifact lives under the stage's work folder, the write through the job's storage
+writes, params), as a list or as a generator that gets each batch's artifacts back and
+yields the next, and the executor runs them and owns the rest, the same way for every
+global stage: where they run (the driver, one Ray task, or Ray Data passes: chosen here
+from the rows and the cluster, :func:`run_global`), where each pass's artifact lives
+under the stage's work folder, the write through the job's storage
 (``write_parquet(..., filesystem=)``), the commit (written under ``<name>.staging``,
 published whole, then a ``.done`` record, so a half-written pass is never read), the
 resume key (the declaration and its inputs' contents: a committed pass is reused), the
-row count (from the Parquet footers) and the timing record that reaches the stage's
-report. Every access goes through :mod:`datapipe.fs`, so the passes reach an object
-store with the spec's ``storage:`` options, never the worker's environment.
+row count (from the Parquet footers), the timing record that reaches the stage's
+report, and a folder the job names (:class:`Publish`: an index a later run reads),
+published whole. Every access goes through :mod:`datapipe.fs`, so the passes reach an
+object store with the spec's ``storage:`` options, never the worker's environment.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import inspect
 import json
 import logging
 import math
+import os
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Generator, Iterable, Mapping, Sequence, Union
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -248,6 +253,55 @@ class Artifact:
     reused: bool
 
 
+@dataclass(kw_only=True, frozen=True)
+class Discard:
+    """A step after which nothing reads the pass ``name`` any more: the executor deletes
+    its artifact and commit (the star rounds of a connected-components chain)."""
+
+    name: str
+
+
+@dataclass(kw_only=True, frozen=True)
+class Publish:
+    """A folder the job names and a later run reads (dedup's ``index_out``), assembled
+    by the executor under ``<dest>.staging`` and then published whole in place of
+    ``dest``: ``folders`` (a name inside it -> an earlier pass's name, whose artifact is
+    copied, or the URI of a folder) and ``texts`` (a name inside it -> the file's text,
+    such as a ``meta.json`` written last). ``name`` names its timing record."""
+
+    name: str
+    dest: str
+    folders: Mapping[str, str] = field(default_factory=dict)
+    texts: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.dest:
+            raise ValueError(f"Publish {self.name!r}: dest is empty; name the folder the job writes")
+
+
+#: what a stage hands the executor in one batch
+Step = Union[Pass, Discard, Publish]
+#: a stage's plan: a fixed list of steps (the last pass's output is the decisions), or a
+#: generator that yields a batch of steps, is sent back the batch's :class:`Artifact` by
+#: pass name, and returns the name of the pass that holds the decisions (None: nothing
+#: decided)
+Plan = Union[Sequence[Step], Generator[Sequence[Step], Mapping[str, Artifact], Union[str, None]]]
+
+
+@dataclass(kw_only=True, frozen=True)
+class InputFiles:
+    """Files a global stage's passes read besides the side files
+    (:meth:`datapipe.stage.GlobalStage.inputs`), such as an index an earlier run wrote:
+    ``files`` (Parquet files or folders of them), ``rows`` (they count with the side rows
+    toward where the passes run) and ``key``, which stands for their contents in the
+    passes' resume keys where hashing them would cost too much (an immutable index);
+    None: the files' sha256."""
+
+    files: Sequence[str]
+    rows: int = 0
+    key: str | None = None
+
+
 def _key_params(params: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
     """``params`` as they enter a resume key: a :class:`Ref` as the pass's key."""
     return {k: ({"$ref": keys.get(v.name, v.name)} if isinstance(v, Ref) else "$storage" if v is STORAGE else v)
@@ -342,7 +396,8 @@ class PassExecutor:
     for an input's contents where hashing them would cost too much (an immutable index).
     ``local``: every pass runs in this process on Arrow tables (small inputs: no Ray Data
     start-up), with the same functions, keys and files. :meth:`run` may be called again
-    with passes that read earlier ones (a chain whose shape depends on row counts)."""
+    with passes that read earlier ones (a chain whose shape depends on row counts: see
+    :func:`run_passes`, which drives a stage's generator through it)."""
 
     def __init__(self, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
                  timings: list[dict[str, Any]] | None = None, max_retries: int = 3, local: bool = False,
@@ -355,11 +410,19 @@ class PassExecutor:
         self.done: dict[str, Artifact] = {}
         self._cache: dict[str, pa.Table] = {}   # local mode: inputs as read and first mapped
 
-    def run(self, plan: Sequence[Pass]) -> dict[str, Artifact]:
-        """Every pass in order (an input names a given input or an earlier pass, of this
-        call or an earlier one); returns each pass's :class:`Artifact` by name."""
+    def run(self, steps: Iterable[Step]) -> dict[str, Artifact]:
+        """Every step in order: a :class:`Pass` runs (an input names a given input or an
+        earlier pass, of this call or an earlier one), a :class:`Discard` deletes an
+        earlier pass's artifact, a :class:`Publish` assembles and publishes its folder.
+        Returns each pass's :class:`Artifact` by name."""
         out: dict[str, Artifact] = {}
-        for p in plan:
+        for p in steps:
+            if isinstance(p, Discard):
+                self.discard(p.name)
+                continue
+            if isinstance(p, Publish):
+                self.publish(p)
+                continue
             unknown = [i.name for i in p.inputs if i.name not in self.done and i.name not in self.inputs]
             unknown += [v.name for v in self._refs(p) if v.name not in self.done]
             if unknown:
@@ -373,8 +436,29 @@ class PassExecutor:
     def discard(self, name: str) -> None:
         """Delete an earlier pass's artifact (and its commit) once nothing reads it."""
         art = self.done.pop(name)
-        fs.Location(art.uri + ".done", self.storage).delete()
-        fs.Location(art.uri, self.storage).delete()
+        fs.delete(art.uri + ".done", self.storage)
+        fs.delete(art.uri, self.storage)
+
+    def publish(self, p: Publish) -> None:
+        """Assemble ``p``'s folder under ``<dest>.staging`` (each folder copied, each text
+        written, in the order given) and put it in place of ``dest`` whole, so a reader
+        sees the old folder or the new one, never a part."""
+        t0 = time.perf_counter()
+        dest = p.dest.rstrip("/")
+        staging = dest + ".staging"
+        fs.delete(staging, self.storage)
+        fs.makedirs(staging, self.storage)
+        for name, src in p.folders.items():
+            uri = self.done[src].uri if src in self.done else src
+            for f in fs.list_files(uri, self.storage):
+                fs.copy_file(f, fs.join(staging, name, fs.relative(f, uri)), self.storage)
+        for name, text in p.texts.items():
+            fs.write_text(fs.join(staging, name), text, self.storage)
+        fs.delete(dest, self.storage)
+        publish_dir(staging, dest, self.storage)
+        # its rows: those of this run's artifacts in it (a copied folder is not counted)
+        self.timings.append(timing(p.name, t0, sum(self.done[s].rows for s in p.folders.values() if s in self.done)))
+        log.info("published %s (%s)", dest, p.name)
 
     # -- one pass -----------------------------------------------------------------
     @staticmethod
@@ -419,7 +503,7 @@ class PassExecutor:
             return Artifact(uri=out, rows=rows, key=key, reused=True)
         tmp = out + ".staging"
         for stale in (out, tmp):
-            fs.Location(stale, self.storage).delete()
+            fs.delete(stale, self.storage)
         fs.makedirs(tmp, self.storage)
         result = self._compute_local(p) if self.local else self._compute(p)
         if p.output.sort_by or isinstance(result, pa.Table):
@@ -571,6 +655,52 @@ class Preparation:
             raise ValueError("Preparation.passes is empty; declare at least one pass, or return None from prepare()")
 
 
+@dataclass(kw_only=True)
+class Outcome:
+    """What :func:`run_passes` ran: every pass's :class:`Artifact` by name (the last run
+    of a name: a discarded one is gone), the declarations by name, and the name of the
+    pass that holds the decisions (None: nothing decided)."""
+
+    artifacts: dict[str, Artifact]
+    declared: dict[str, Pass]
+    decisions: str | None
+
+
+def run_passes(plan: Plan, root: str, storage: fs.StorageOptions | None, *, inputs: Mapping[str, Sequence[str]],
+               input_keys: Mapping[str, str] | None = None, local: bool = False, salt: str = "",
+               max_retries: int = 3, timings: list[dict[str, Any]] | None = None) -> Outcome:
+    """Run ``plan`` with one :class:`PassExecutor` under ``root``: a list of steps in
+    order (the last pass holds the decisions), or a generator driven batch by batch (it
+    is sent each batch's artifacts by pass name and returns the decisions pass's name,
+    or None). The engine's one way into the executor: :func:`run_global` (a global
+    stage), :func:`run_prepared` (a batch stage's build) and the duplicate-id check go
+    through it."""
+    ex = PassExecutor(root, storage, inputs=inputs, timings=timings, max_retries=max_retries, local=local,
+                      salt=salt, input_keys=input_keys)
+    declared: dict[str, Pass] = {}
+
+    def batch(steps: Sequence[Step]) -> dict[str, Artifact]:
+        steps = list(steps)
+        declared.update({s.name: s for s in steps if isinstance(s, Pass)})
+        return ex.run(steps)
+
+    if inspect.isgenerator(plan):
+        sent: Mapping[str, Artifact] | None = None
+        try:
+            while True:
+                sent = batch(plan.send(sent))
+        except StopIteration as stop:
+            decisions = stop.value
+    else:
+        steps = list(plan)
+        batch(steps)
+        names = [s.name for s in steps if isinstance(s, Pass)]
+        decisions = names[-1] if names else None
+    if decisions is not None and decisions not in ex.done:
+        raise ValueError(f"the plan's decisions name {decisions!r}, not a pass it ran ({sorted(ex.done)})")
+    return Outcome(artifacts=dict(ex.done), declared=declared, decisions=decisions)
+
+
 def run_prepared(stage: Any, ctx: Any, *, max_retries: int = 3) -> dict[str, str]:
     """A batch stage's :meth:`~datapipe.stage.Stage.prepare` passes, run by the executor
     under ``ctx.work_dir`` (committed, reused when their key matches); returns every
@@ -582,8 +712,8 @@ def run_prepared(stage: Any, ctx: Any, *, max_retries: int = 3) -> dict[str, str
     if prep is None:
         return {}
     timings: list[dict[str, Any]] = []
-    arts = PassExecutor(ctx.work_dir, ctx.storage, inputs=prep.inputs, timings=timings, max_retries=max_retries,
-                        local=prep.local, input_keys=prep.input_keys).run(list(prep.passes))
+    arts = run_passes(list(prep.passes), ctx.work_dir, ctx.storage, inputs=prep.inputs, input_keys=prep.input_keys,
+                      local=prep.local, max_retries=max_retries, timings=timings).artifacts
     ctx.report["passes"] = timings
     ctx.report["artifact_keys"] = {name: art.key for name, art in arts.items()}
     stage.prepared = {name: art.uri for name, art in arts.items()}
@@ -591,28 +721,93 @@ def run_prepared(stage: Any, ctx: Any, *, max_retries: int = 3) -> dict[str, str
     return dict(stage.prepared)
 
 
-def run_declared(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3) -> str | None:
-    """A global stage that declares its passes (:meth:`~datapipe.stage.GlobalStage.passes`):
-    the executor runs them over the side files under ``ctx.work_dir``; the last pass's
-    output is the decisions (None when it has no row). The report gets ``removed`` (its
-    rows; ``edited`` for decisions with an ``edit`` column) and ``passes`` (each pass's
-    timing). The passes run in this process when the stage says so
-    (:meth:`~datapipe.stage.GlobalStage.passes_local`, by the side files' rows)."""
-    plan = list(stage.passes(ctx))
-    if not plan:
-        raise ValueError(f"global stage {stage.name!r} declares no passes; return at least the decisions pass")
+#: side rows (with the stage's other inputs' rows) up to which a stage's passes that run
+#: in one process run in the driver itself (~1-5 KB of tables per row for dedup, so
+#: <= ~100 MB); above it, and up to the stage's ``local_rows``, in one Ray task on the
+#: driver's node, so the driver's memory does not grow with the corpus
+DRIVER_ROWS = 20_000
+
+
+def placement(rows: int, local_rows: int) -> str:
+    """Where a global stage's passes run for ``rows`` input rows: ``driver`` or ``task``
+    (one process: Arrow tables, no Ray Data start-up; a task only while Ray runs) up to
+    the stage's ``local_rows``, ``distributed`` (Ray Data passes) above."""
+    if rows > local_rows:
+        return "distributed"
+    import ray
+
+    return "task" if rows > DRIVER_ROWS and ray.is_initialized() else "driver"
+
+
+_DECIDED_IN = {"driver": "driver", "task": "one Ray task", "distributed": "Ray Data passes"}
+
+
+def run_global(stage: Any, side: list[str], ctx: Any, *, max_retries: int = 3) -> str | None:
+    """A global stage's passes (:meth:`~datapipe.stage.GlobalStage.passes`, a list or a
+    generator) over its side files (and :meth:`~datapipe.stage.GlobalStage.inputs`),
+    under ``ctx.work_dir``: the engine's one entry point for every global stage. Chooses
+    where they run (:func:`placement`, by the rows against the stage's ``local_rows``;
+    the stage sees it as ``ctx.local`` and ``ctx.cpus``), runs them, and returns the
+    decisions' URI (None when nothing is decided or the decisions have no row). The
+    report gets ``removed`` (the decisions' rows; ``edited`` for decisions with an
+    ``edit`` column, ``annotated`` for annotations), ``passes`` (each step's timing),
+    ``decided_in``, and whatever the stage adds (its generator, or
+    :meth:`~datapipe.stage.GlobalStage.after_passes`)."""
+    files = [f for s in side for f in parquet_files(s, ctx.storage)]
+    given = dict(stage.inputs(ctx))
+    rows = sum(count_rows(f, ctx.storage) for f in files) + sum(g.rows for g in given.values())
+    where = "driver" if not files else placement(rows, stage.local_rows)
+    ctx.report["decided_in"] = _DECIDED_IN[where]
+    if where != "task":
+        return _run_stage(stage, files, given, ctx, local=where != "distributed", max_retries=max_retries)
+    import ray
+    from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+    # the files it reads are where the driver sees them: the driver's node (soft); the
+    # decisions' URI and the report come back (small)
+    work = ctx.work_dir if not fs.is_local(ctx.work_dir) else os.path.abspath(ctx.work_dir)
+    task_ctx = dataclasses.replace(ctx, work_dir=work, report=dict(ctx.report))
+    task = ray.remote(num_cpus=1, max_retries=2)(_stage_task).options(
+        scheduling_strategy=NodeAffinitySchedulingStrategy(node_id=ray.get_runtime_context().get_node_id(), soft=True))
+    uri, report = ray.get(task.remote(stage, files, given, task_ctx, max_retries))
+    ctx.report.update(report)
+    return uri
+
+
+def _stage_task(stage: Any, files: list[str], given: dict[str, InputFiles], ctx: Any, max_retries: int
+                ) -> tuple[str | None, dict[str, Any]]:
+    uri = _run_stage(stage, files, given, ctx, local=True, max_retries=max_retries)
+    return uri, ctx.report
+
+
+def _run_stage(stage: Any, files: list[str], given: Mapping[str, InputFiles], ctx: Any, *, local: bool,
+               max_retries: int) -> str | None:
+    """The stage's plan, where :func:`run_global` put it; then its report."""
+    ctx.side, ctx.local = tuple(files), local
+    if not local:
+        import ray
+
+        ctx.cpus = max(1, int(ray.cluster_resources().get("CPU", 1)))
     timings: list[dict[str, Any]] = []
-    local = stage.passes_local(sum(count_rows(f, ctx.storage) for f in side))
-    arts = PassExecutor(ctx.work_dir, ctx.storage, inputs={SIDE: side}, timings=timings,
-                        max_retries=max_retries, local=local).run(plan)
-    last = arts[plan[-1].name]
-    schema = plan[-1].output.schema
+    ctx.report["passes"] = timings
+    plan = stage.passes(ctx)
+    if not inspect.isgenerator(plan):
+        plan = list(plan)
+        if not any(isinstance(s, Pass) for s in plan):
+            raise ValueError(f"global stage {stage.name!r} declares no passes; return at least the decisions pass")
+    inputs = {SIDE: files, **{name: list(g.files) for name, g in given.items()}}
+    keys = {name: g.key for name, g in given.items() if g.key is not None}
+    out = run_passes(plan, ctx.work_dir, ctx.storage, inputs=inputs, input_keys=keys, local=local,
+                     salt=stage.salt, max_retries=max_retries, timings=timings)
+    last = out.artifacts[out.decisions] if out.decisions is not None else None
+    schema = out.declared[out.decisions].output.schema if last is not None else None
     edits = schema is not None and "edit" in schema.names   # rows edited (the drops among them: in the stats)
     if schema is not None and any(c in schema.names for c in stage.adds):   # annotations: reason null
         kept = sum(pq.read_table(fs.arrow_input(f, ctx.storage), columns=["reason"]).column("reason").null_count
                    for f in parquet_files(last.uri, ctx.storage))
-        ctx.report.update({"removed": last.rows - kept, "annotated": kept, "passes": timings})
+        ctx.report.update({"removed": last.rows - kept, "annotated": kept})
     else:
-        ctx.report.update({"edited" if edits else "removed": last.rows, "passes": timings})
-    stage.after_passes(ctx, {name: art.uri for name, art in arts.items()})
-    return last.uri if last.rows else None
+        ctx.report["edited" if edits else "removed"] = last.rows if last is not None else 0
+    stage.after_passes(ctx, {name: art.uri for name, art in out.artifacts.items()})
+    return last.uri if last is not None and last.rows else None
+

@@ -25,7 +25,7 @@ import time
 from typing import Any, Callable
 
 from datapipe import fs
-from datapipe.passes import run_declared, run_prepared
+from datapipe.passes import run_global, run_prepared
 from datapipe.plan import Phase, Plan
 from datapipe.spec import JobSpec
 from datapipe.splitmap import run_phase
@@ -168,10 +168,8 @@ def _decide(phase: Phase, side: list[str], env: PhaseEnv, job: JobSpec) -> tuple
     fs.makedirs(ctx.work_dir, env.storage)
     if not side:
         return None, ctx.report
-    stage = st.make()
-    if stage.declares_passes():   # the engine's executor runs the declared passes
-        return run_declared(stage, side, ctx, max_retries=job.execution.max_retries), ctx.report
-    return stage.decide(side, ctx), ctx.report
+    # the engine's executor runs the stage's passes, where it chooses
+    return run_global(st.make(), side, ctx, max_retries=job.execution.max_retries), ctx.report
 
 
 def _digest(uri: str | None, storage: fs.StorageOptions | None) -> str:

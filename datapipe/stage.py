@@ -20,8 +20,9 @@ Kinds, each writing one method:
   ``adds``. A filter or formatter may also define ``annotate``; it runs first and its
   columns are visible to ``keep``/``format``.
 * :class:`GlobalStage` – stages that must see every split before deciding (dedup):
-  ``side(batch) -> compact table`` per split, ``decide(side files, ctx) -> decisions``
-  once on the driver; the runner applies the decisions where the text is.
+  ``side(batch) -> compact table`` per split, ``passes(ctx)`` (a list of declared
+  passes, or a generator of them) over the side files, run once by the engine's pass
+  executor; the runner applies the decisions where the text is.
 
 A stage declares how it runs in ``compute`` (:class:`Compute`: tasks or a pool of
 actors, CPUs and GPUs each, how many actors); the runner uses what it states. A stage
@@ -46,7 +47,7 @@ from datapipe.errors import JobError
 
 if TYPE_CHECKING:
     from datapipe import fs
-    from datapipe.passes import Pass, Preparation
+    from datapipe.passes import InputFiles, Plan, Preparation
     from datapipe.sink import DocumentSink
 
 
@@ -615,10 +616,12 @@ class GlobalStage(Stage):
 
     Text never leaves the task that read it. The runner runs each read split up to this
     stage, writes the split's rows to a work file and calls :meth:`side` on them; once
-    every split is done it calls :meth:`decide` once on the driver; then each split's
-    task reloads its own rows, marks the decided ones as rejects of this stage
-    (``<name>:<reason>``) and goes on with the rest of the chain. The runner tallies the
-    stage's stats from those marks. With ``sources`` (a spec entry's ``sources:``) the
+    every split is done the engine's pass executor runs the stage's :meth:`passes` over
+    the side files once (:func:`datapipe.passes.run_global`: it chooses where they run,
+    owns their files, resume keys, commits, timings and any folder they publish); then
+    each split's task reloads its own rows, marks the decided ones as rejects of this
+    stage (``<name>:<reason>``) and goes on with the rest of the chain. The runner tallies
+    the stage's stats from those marks. With ``sources`` (a spec entry's ``sources:``) the
     stage sees only those sources' splits: the others get no side rows and pass it
     untouched and uncounted, so one kind can run once per group of sources.
     """
@@ -628,6 +631,9 @@ class GlobalStage(Stage):
     #: :meth:`apply_edits`), so it rewrites text: ``validate`` refuses it after the stage
     #: that writes token shards, as it does a formatter
     edits_text: ClassVar[bool] = False
+    #: what else the passes' functions depend on (a format version): part of every pass's
+    #: resume key
+    salt: ClassVar[str] = ""
 
     def side(self, batch: pa.Table) -> pa.Table:
         """In each split's task, on the rows this stage sees (alive and applicable; the
@@ -638,28 +644,22 @@ class GlobalStage(Stage):
         result as Parquet under ``<ctx.work_dir>/side/``."""
         raise NotImplementedError
 
-    def passes(self, ctx: "StageContext") -> "Sequence[Pass]":
-        """The stage's passes over the side files, as data (:class:`datapipe.passes.Pass`:
-        inputs, function, partitioning, output, params); the engine's executor runs them
-        on Ray Data and owns their work files, resume keys, commit and timings. The last
-        pass's output is the decisions (same columns and order as :meth:`decide`'s). A
-        stage declares these or overrides :meth:`decide`; when it declares them, the
-        engine never calls :meth:`decide`."""
-        raise NotImplementedError
+    def passes(self, ctx: "StageContext") -> "Plan":
+        """The stage's passes over the side files (:data:`datapipe.passes.SIDE`) and its
+        :meth:`inputs`, as data (:class:`datapipe.passes.Pass`: inputs, function,
+        partitioning, output, params), run by the engine's executor, which owns their
+        work files, resume keys, commits and timings. Either a list, whose last pass's
+        output is the decisions, or a generator, for a plan that depends on what earlier
+        passes wrote: it yields a batch of steps (passes, and
+        :class:`~datapipe.passes.Discard` / :class:`~datapipe.passes.Publish`), is sent
+        that batch's :class:`~datapipe.passes.Artifact` by pass name (URI, rows, key),
+        and returns the name of the pass that holds the decisions (None: nothing
+        decided). ``ctx.local`` says whether the passes run in one process (then one
+        partition is enough) and ``ctx.cpus`` how many CPUs they are spread over.
 
-    def declares_passes(self) -> bool:
-        """Whether this stage declares :meth:`passes` (else it overrides :meth:`decide`)."""
-        return type(self).passes is not GlobalStage.passes
-
-    def decide(self, side: list[str], ctx: "StageContext") -> str | None:
-        """Once, on the driver, after every split's side file is committed; may run Ray
-        Data passes over the side files (never over text). Returns the URI of a Parquet
-        dataset (file or folder) of drop decisions with columns ``_split`` (string),
-        ``_row`` (int64), ``reason`` (string, rule name without the stage prefix),
-        ``detail`` (string, nullable), sorted by (``_split``, ``_row``); or None when
-        nothing is dropped. Fills ``ctx.report``. Deterministic in (side contents,
-        config); may reuse its own committed artifacts under ``ctx.work_dir`` when their
-        input hash matches (resume).
+        The decisions: columns ``_split`` (string), ``_row`` (int64), ``reason`` (string,
+        rule name without the stage prefix), ``detail`` (string, nullable), sorted by
+        (``_split``, ``_row``); deterministic in (side contents, config).
 
         A stage with ``edits_text`` may add a column ``edit`` (``list<int64>``): a row
         whose ``edit`` is null is dropped as above; a row whose ``edit`` is a list is kept
@@ -672,16 +672,24 @@ class GlobalStage(Stage):
         (null where the stage decided nothing)."""
         raise NotImplementedError
 
-    def after_passes(self, ctx: "StageContext", artifacts: "Mapping[str, str]") -> None:
-        """On the driver, after the declared passes committed (``artifacts``: each pass's
-        URI by name): add what the stage measured to ``ctx.report`` (such as level
-        boundaries). Default: nothing."""
+    def inputs(self, ctx: "StageContext") -> "Mapping[str, InputFiles]":
+        """Files the passes read besides the side files, by the input name the passes
+        use (dedup: the segments of ``index_in``), with their rows and, for an immutable
+        folder, a key standing for their contents. Default: none."""
+        return {}
 
-    def passes_local(self, side_rows: int) -> bool:
-        """Whether the executor runs this stage's declared passes in the driver's process
-        on Arrow tables (no Ray Data start-up: small inputs) for ``side_rows`` side rows;
-        the same functions, keys and files either way. Default: never."""
-        return False
+    @property
+    def local_rows(self) -> int:
+        """Input rows (side rows plus :meth:`inputs`' rows) up to which the passes run in
+        one process on Arrow tables (no Ray Data start-up); the executor puts that process
+        in the driver, or in one Ray task above :data:`datapipe.passes.DRIVER_ROWS`.
+        Above it, Ray Data passes. Default 0: always Ray Data."""
+        return 0
+
+    def after_passes(self, ctx: "StageContext", artifacts: "Mapping[str, str]") -> None:
+        """Where the passes ran, after they committed (``artifacts``: each pass's URI by
+        name): add what the stage measured to ``ctx.report`` (such as level
+        boundaries). Default: nothing."""
 
     def apply_edits(self, texts: Sequence[str], edits: Sequence[Sequence[int]]
                     ) -> tuple[list[str | None], dict[str, list[int]]]:
@@ -696,17 +704,32 @@ class GlobalStage(Stage):
 
 @dataclass(kw_only=True)
 class StageContext:
-    """What a global stage's :meth:`~GlobalStage.decide` (and a stage's :meth:`~Stage.prepare`) gets: where it may write durable
+    """What a global stage's :meth:`~GlobalStage.passes` (and a stage's :meth:`~Stage.prepare`) gets: where it may write durable
     artifacts between its passes (a path or URI string, reached with ``storage``: the
     job's ``storage:`` options), the sources the stage applies to in spec order (every
     source of the job unless its spec entry lists ``sources:``), and a dict to fill for
-    the report. :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
+    the report. ``side``, ``local`` and ``cpus`` are set by the executor before it asks a
+    global stage for its passes: the side files (Parquet files, whose footers give
+    counts), whether the passes run in one process, and the CPUs they are spread over (1
+    in one process). :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
     handle every file access of a stage goes through."""
 
     work_dir: str
     sources: tuple[str, ...]
     report: dict[str, Any] = dataclasses.field(default_factory=dict)
     storage: "fs.StorageOptions | None" = None
+    side: tuple[str, ...] = ()
+    local: bool = True
+    cpus: int = 1
+
+    def partitions(self, rows: int, per_partition: int, min_rows: int) -> int:
+        """Partitions for a pass over ``rows`` rows: one in one process; else at most
+        ``per_partition`` rows each, spread over the CPUs while each keeps ``min_rows``."""
+        if self.local:
+            return 1
+        from datapipe.passes import partitions
+
+        return partitions(rows, per_partition, self.cpus, min_rows)
 
     @property
     def work(self) -> "fs.Location":

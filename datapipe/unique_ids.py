@@ -9,7 +9,7 @@ so dedup never sees an extra copy):
    ``work/ids/<source>/part-NNNNN.parquet``: the id's 128-bit xxh3 hash, the row and the
    origin; rows are grouped by ``part = hash % parts`` (one row group per part);
 2. after phase 0, the check's one declared pass (:func:`check_passes`, run by the
-   engine's :class:`datapipe.passes.PassExecutor`, which owns its files, resume key,
+   engine's pass executor (:func:`datapipe.passes.run_passes`), which owns its files, resume key,
    commit and timing): one Ray Data task per part (the driver itself when there is one
    part) reads that part of every split's file (row groups filtered by their
    statistics) and, per hash seen in more than one split, keeps the first copy in plan
@@ -37,7 +37,7 @@ import pyarrow.parquet as pq
 
 from datapipe import fs
 from datapipe import schema as S
-from datapipe.passes import Output, Parts, Pass, PassExecutor, parquet_files
+from datapipe.passes import Output, Parts, Pass, parquet_files, run_passes
 
 REASON = "duplicate_id"
 #: ids per part of the check (a part task's memory: ~40 bytes per id)
@@ -122,8 +122,8 @@ def find_duplicates(files: Sequence[tuple[str, str]], parts: int, work: str, *, 
     is reused). Returns the decisions (None: no extra copy anywhere) and the keys of the
     splits holding extra copies."""
     plan = check_passes([key for key, _ in files], parts)
-    art = PassExecutor(work, storage, inputs={IDS: [uri for _, uri in files]}, timings=timings,
-                       max_retries=max_retries).run(plan)["duplicates"]
+    art = run_passes(plan, work, storage, inputs={IDS: [uri for _, uri in files]}, timings=timings,
+                     max_retries=max_retries).artifacts["duplicates"]
     if not art.rows:
         return None, []
     tables = [pq.read_table(fs.arrow_input(f, storage), columns=["_split"]) for f in parquet_files(art.uri, storage)]

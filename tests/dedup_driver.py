@@ -1,7 +1,8 @@
 """A tiny stand-in for the runner's side of the global-stage contract, for dedup tests:
 each split's live rows -> ``side()`` + ``_split``/``_row`` -> Parquet under
-``<work_dir>/side/``; ``decide()`` once; the decisions applied to each split's rows as
-reject marks. Independent of ``datapipe.runner`` and of the stage's own bridge."""
+``<work_dir>/side/``; the stage's passes once, through the engine's entry point
+(``datapipe.passes.run_global``, under ``<work_dir>/passes/``); the decisions applied to
+each split's rows as reject marks. Independent of ``datapipe.runner``."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from datapipe import passes
 from datapipe import schema as S
 from datapipe.stage import GlobalStage, StageContext
 
@@ -38,11 +40,11 @@ def write_side(stage: GlobalStage, splits: dict[str, pa.Table], work_dir: Path) 
 
 def run_global(stage: GlobalStage, splits: dict[str, pa.Table], work_dir: Path,
                sources: tuple[str, ...]) -> tuple[dict[str, tuple[str, str]], dict, str | None]:
-    """Side files -> decide -> ``({document id: (reject reason, detail)}, report,
-    decisions URI)`` for the rows the decisions drop."""
+    """Side files -> the stage's passes -> ``({document id: (reject reason, detail)},
+    report, decisions URI)`` for the rows the decisions drop."""
     files = write_side(stage, splits, work_dir)
-    ctx = StageContext(work_dir=str(work_dir), sources=sources)
-    uri = stage.decide(files, ctx)
+    ctx = StageContext(work_dir=str(work_dir / "passes"), sources=sources)
+    uri = passes.run_global(stage, files, ctx)
     removed: dict[str, tuple[str, str]] = {}
     if uri is not None:
         dec = pq.read_table(uri)

@@ -64,7 +64,7 @@ class RepoDedupConfig(StageConfig):
     ngram: int = 5
     num_perm: int = 128
     seed: int = 1
-    #: side rows up to which the pass runs in the driver's process (no Ray Data start-up)
+    #: side rows up to which the pass runs in one process (no Ray Data start-up)
     local_rows: int = 200_000
 
     def __post_init__(self) -> None:
@@ -111,8 +111,9 @@ class RepoDedup(GlobalStage):
                          "sig": pa.array(sigs, pa.list_(pa.uint32())),
                          "group": pa.array([_GROUP] * n, pa.string())})
 
-    def passes_local(self, side_rows: int) -> bool:
-        return side_rows <= self.config.local_rows
+    @property
+    def local_rows(self) -> int:
+        return self.config.local_rows
 
     def passes(self, ctx) -> list[Pass]:
         cfg: RepoDedupConfig = self.config

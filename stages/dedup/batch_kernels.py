@@ -362,9 +362,17 @@ def _load_shards(decisions_dir: str, shards: np.ndarray, columns: list[str], sto
 INDEX_SCHEMA_FIELDS = ("id", "source", "exact", "buckets", "sig")
 
 
-def index_survivors(batch: pa.Table, *, removed: pa.Array | None) -> pa.Table:
-    """Node rows of this run's documents that survive (not in ``removed``, the removed
-    nodes' keys), as index rows."""
+def index_survivors(batch: pa.Table, *, decisions: str | None, storage: Any = None) -> pa.Table:
+    """Node rows of this run's documents that survive (not a ``node`` of the
+    ``decisions`` artifact, the removed nodes; None: nothing removed), as index rows
+    (``storage``: the job's :class:`datapipe.fs.StorageOptions`)."""
+    from datapipe import fs
+
+    removed = None
+    if decisions is not None:   # bounded by the number of duplicates
+        files = [f for f in fs.list_files(decisions, storage) if f.endswith(".parquet")]
+        removed = pa.concat_tables([pq.read_table(fs.arrow_input(f, storage), columns=["node"]) for f in files]
+                                   ).column("node").combine_chunks() if files else None
     if removed is not None and len(removed):
         batch = batch.filter(pc.invert(pc.is_in(_col(batch, KEY), value_set=removed)))
     f = G.key_fields(_col(batch, KEY))

@@ -54,7 +54,8 @@ class LineDedupConfig(StageConfig):
     stripped, keeps fewer than ``min_doc_chars`` characters becomes a reject
     ``line_dedup:empty``. ``parts``: hash partitions of the unit rows (each holds about
     1/parts of them; raise it with the corpus: ~ units / 5M); ``local_rows``: up to this
-    many documents the passes run in the driver's process (no Ray Data start-up)."""
+    many documents the passes run in one process (no Ray Data start-up; the executor's
+    choice of the driver or one Ray task)."""
 
     unit: Literal["line", "paragraph"] = "line"
     min_chars: int = 10
@@ -133,8 +134,9 @@ class LineDedup(GlobalStage):
         return pa.table({"hashes": pa.array(hashes, pa.list_(pa.int64())), "units": pa.array(units, pa.list_(pa.int32()))},
                         schema=SIDE_SCHEMA)
 
-    def passes_local(self, side_rows: int) -> bool:
-        return side_rows <= self.config.local_rows
+    @property
+    def local_rows(self) -> int:
+        return self.config.local_rows
 
     def passes(self, ctx) -> list[Pass]:
         parts = self.config.parts

@@ -55,7 +55,7 @@ class QualityLevelsConfig(StageConfig):
     value of a score is dropped (``drop``: ``quality_levels:missing_score``) or ranked
     below every scored one (``lowest``). ``parts``: partitions of the groups (a group is
     never split; raise it with ``per: source`` and many sources). ``local_rows``: up to
-    this many documents the pass runs in the driver's process."""
+    this many documents the pass runs in one process (the driver, or one Ray task)."""
 
     scores: Mapping[str, str]
     levels: int = 5
@@ -135,8 +135,9 @@ class QualityLevels(GlobalStage):
             cols[_score_name(i)] = pa.array(-v if direction == "lower" else v, pa.float64(), mask=np.isnan(v))
         return pa.table(cols)
 
-    def passes_local(self, side_rows: int) -> bool:
-        return side_rows <= self.config.local_rows
+    @property
+    def local_rows(self) -> int:
+        return self.config.local_rows
 
     def passes(self, ctx) -> list[Pass]:
         cfg: QualityLevelsConfig = self.config

@@ -1,5 +1,5 @@
-"""Small real stages for the engine tests: an exact-duplicate GlobalStage on the new
-side/decide contract, an annotator with a ``setup()`` (so it runs in actors) and a
+"""Small real stages for the engine tests: an exact-duplicate GlobalStage (side rows,
+one declared pass), an annotator with a ``setup()`` (so it runs in actors) and a
 filter that takes its time (so a test can interrupt a job mid-way).
 
 ``register()`` adds them to the stage registry of this process and ships this module to
@@ -16,11 +16,17 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import xxhash
 
 from datapipe import schema as S
-from datapipe.stage import AnnotatorStage, Compute, FilterStage, GlobalStage, StageConfig
+from datapipe.passes import SIDE, Hash, Output, Pass
+from datapipe.stage import (
+    AnnotatorStage,
+    Compute,
+    FilterStage,
+    GlobalStage,
+    StageConfig,
+)
 
 
 @dataclass(kw_only=True, frozen=True)
@@ -44,22 +50,31 @@ class ExactDup(GlobalStage):
         h = [xxhash.xxh3_64_intdigest(t.encode()) for t in batch.column(S.TEXT).to_pylist()]
         return pa.table({"id": batch.column(S.ID), "h": pa.array(h, pa.uint64())})
 
-    def decide(self, side, ctx):
-        t = pq.read_table(side).sort_by([("_split", "ascending"), ("_row", "ascending")])
-        first: dict[int, str] = {}
-        rows = {"_split": [], "_row": [], "reason": [], "detail": []}
-        for split, row, h, doc in zip(*(t.column(c).to_pylist() for c in ("_split", "_row", "h", "id"))):
-            if h in first:
-                for k, v in zip(rows, (split, row, "exact", first[h])):
-                    rows[k].append(v)
-            else:
-                first[h] = doc
-        ctx.report["removed"] = len(rows["_row"])
-        if not rows["_row"]:
-            return None
-        path = os.path.join(ctx.work_dir, "decisions.parquet")
-        pq.write_table(pa.table({**rows, "_row": pa.array(rows["_row"], pa.int64())}), path)
-        return path
+    @property
+    def local_rows(self) -> int:
+        return 10_000   # the engine tests' few rows: in the driver, no Ray Data start-up
+
+    def passes(self, ctx) -> list[Pass]:
+        return [Pass(name="decisions", inputs=(SIDE,), fn=later_copies, partitioning=Hash(column="h", parts=1),
+                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+
+
+DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
+                       ("detail", pa.string())])
+
+
+def later_copies(t: pa.Table) -> pa.Table:
+    """Every copy of a text after its first in (split, row) order, naming the first."""
+    t = t.sort_by([("_split", "ascending"), ("_row", "ascending")])
+    first: dict[int, str] = {}
+    rows: dict[str, list] = {"_split": [], "_row": [], "reason": [], "detail": []}
+    for split, row, h, doc in zip(*(t.column(c).to_pylist() for c in ("_split", "_row", "h", "id"))):
+        if h in first:
+            for k, v in zip(rows, (split, row, "exact", first[h])):
+                rows[k].append(v)
+        else:
+            first[h] = doc
+    return pa.table(rows, schema=DECISIONS)
 
 
 class Tagger(AnnotatorStage):

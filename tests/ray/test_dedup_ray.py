@@ -1,7 +1,8 @@
 """The dedup stage on real wiki text with planted cross-source duplicates, through the
-global-stage contract (side rows per split, ``decide()`` once): it removes what a
-brute-force all-pairs Jaccard says it should; the local (one process) and distributed
-(Ray Data passes, any partitioning) paths of ``decide()`` give identical decisions;
+global-stage contract (side rows per split, its passes once through the engine's
+executor): it removes what a brute-force all-pairs Jaccard says it should; the local
+(one process) and distributed (Ray Data passes, any partitioning) paths give identical
+decisions;
 a rerun reuses the committed decisions; incremental runs against a persisted index
 remove only new data."""
 
@@ -161,12 +162,12 @@ def test_local_and_distributed_decide_remove_the_same_documents(ray_session, tmp
 
 def test_local_decide_off_the_driver_removes_the_same_documents(ray_session, tmp_path, corpus, full_run,
                                                                  monkeypatch):
-    """Above ``DRIVER_ROWS`` side rows the local path runs in one Ray task (the driver's
-    memory stays flat): the same decisions and report as in the driver."""
-    from stages.dedup import stage as dedup_stage
+    """Above ``DRIVER_ROWS`` side rows the executor runs the one-process path in one Ray
+    task (the driver's memory stays flat): the same decisions and report as in the driver."""
+    from datapipe import passes
 
     ra, rep_a = full_run
-    monkeypatch.setattr(dedup_stage, "DRIVER_ROWS", 0)
+    monkeypatch.setattr(passes, "DRIVER_ROWS", 0)
     rt, rep_t = _run(tmp_path, "t", _tables(corpus, PRIORITY))
     assert rep_a["decided_in"] == "driver" and rep_t["decided_in"] == "one Ray task" and rep_t["path"] == "local"
     assert rt == ra

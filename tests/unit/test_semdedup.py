@@ -15,7 +15,7 @@ import pytest
 
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.passes import run_declared
+from datapipe.passes import run_global
 from datapipe.stage import StageContext
 from stages.dedup.semantic import SemanticDedup, SemanticDedupConfig
 from stages.dedup.semantic.kmeans import components, embedding_matrix, similar_pairs
@@ -51,7 +51,7 @@ def _decide(tmp_path, stage: SemanticDedup, sides: list[pa.Table]) -> pa.Table:
         files.append(str(tmp_path / "side" / f"{k}.parquet"))
         pq.write_table(t, files[-1])
     ctx = StageContext(work_dir=str(tmp_path / "work"), sources=("a", "b"))
-    uri = run_declared(stage, files, ctx)
+    uri = run_global(stage, files, ctx)
     return pq.read_table(uri) if uri else pa.table({"_split": [], "_row": []})
 
 
@@ -203,7 +203,7 @@ def test_a_restart_reuses_committed_passes_and_a_new_threshold_reuses_the_cluste
         (tmp_path / "side").mkdir(exist_ok=True)
         pq.write_table(side, tmp_path / "side" / "0.parquet")
         ctx = StageContext(work_dir=str(tmp_path / "work"), sources=("a",))
-        uri = run_declared(stage, [str(tmp_path / "side" / "0.parquet")], ctx)
+        uri = run_global(stage, [str(tmp_path / "side" / "0.parquet")], ctx)
         data = b"".join(p.read_bytes() for p in sorted(Path(uri).rglob("*.parquet")))
         return data, [(p["pass"], p["reused"]) for p in ctx.report["passes"]]
 

@@ -78,7 +78,7 @@ class SemanticDedupConfig(StageConfig):
     source_priority: tuple[str, ...] = ()
     #: partitions of the decisions pass (clusters routed by ``cluster % parts``)
     parts: int = 1
-    #: up to this many documents the passes run in the driver's process (no Ray Data start-up)
+    #: up to this many documents the passes run in one process (no Ray Data start-up)
     local_rows: int = 100_000
 
     def __post_init__(self) -> None:
@@ -120,8 +120,9 @@ class SemanticDedup(GlobalStage):
         return pa.table({"id": batch.column(S.ID).cast(pa.string()), "source": batch.column(S.SOURCE).cast(pa.string()),
                          EMB: col})
 
-    def passes_local(self, side_rows: int) -> bool:
-        return side_rows <= self.config.local_rows
+    @property
+    def local_rows(self) -> int:
+        return self.config.local_rows
 
     def passes(self, ctx) -> list[Pass]:
         c: SemanticDedupConfig = self.config
