@@ -952,8 +952,8 @@ class Location:
 
     Being removed (issue #41: one storage API): the module functions take the same
     ``(uri, storage)`` pair and are what code uses; this class stays only until its last
-    callers (``datapipe/passes.py``, ``StageContext.work``, ``stages/dedup``) have moved
-    to them. Each method is one of those functions."""
+    reference, the unused ``StageContext.work`` property (datapipe/stage.py), is gone.
+    Each method is one of those functions."""
 
     uri: str
     storage: StorageOptions | None = None
