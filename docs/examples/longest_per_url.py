@@ -16,11 +16,14 @@ DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason",
 
 @dataclass(kw_only=True, frozen=True)
 class LongestPerUrlConfig(StageConfig):
-    parts: int = 1   # partitions of the side rows (by URL) the decisions pass runs on
+    parts: int = 1               # partitions of the side rows (by URL) the first pass runs on
+    rows_per_part: int = 50_000  # shared-URL rows per partition of the decisions pass
+    local_rows: int = 100_000    # side rows up to which the passes run in one process
 
     def __post_init__(self) -> None:
-        if self.parts < 1:
-            raise ValueError(f"longest_per_url: parts={self.parts}; use a whole number >= 1")
+        for name in ("parts", "rows_per_part"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"longest_per_url: {name}={getattr(self, name)}; use a whole number >= 1")
 
 
 class LongestPerUrl(GlobalStage):
@@ -31,19 +34,42 @@ class LongestPerUrl(GlobalStage):
     Config = LongestPerUrlConfig
     reads = (S.TEXT, S.URL)
 
+    @property
+    def local_rows(self) -> int:
+        return self.config.local_rows
+
     def side(self, batch: pa.Table) -> pa.Table:
         # in each split's task: one compact row per document, never the text
         return pa.table({"id": batch.column(S.ID), "url": batch.column(S.URL),
                          "chars": pc.utf8_length(batch.column(S.TEXT))})
 
-    def passes(self, ctx) -> list[Pass]:
-        # one pass, as data: every side row (the engine appended _split, _row), routed by a
-        # hash of its URL so that a URL's rows meet in one call of shorter_ones; its output,
-        # sorted, is the decisions. The engine runs it, keys it by its inputs and params
-        # (a restarted job reuses it), commits and times it.
-        return [Pass(name="decisions", inputs=(SIDE,), fn=shorter_ones,
-                     partitioning=Hash(column="url", parts=self.config.parts),
-                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+    def passes(self, ctx):
+        # A generator: each `yield` hands the engine a batch of passes (as data) and gets
+        # back their artifacts (URI, rows, key). The engine runs them where it chose
+        # (ctx.local: one process), keys them by inputs and params (a restarted job reuses
+        # them), commits and times them.
+        # 1. the side rows whose URL another row has too: every side row (the engine
+        #    appended _split, _row), routed by a hash of its URL, so that a URL's rows
+        #    meet in one call of shared_urls
+        done = yield [Pass(name="shared", inputs=(SIDE,), fn=shared_urls,
+                           partitioning=Hash(column="url", parts=self.config.parts), output=Output())]
+        shared = done["shared"].rows
+        if not shared:
+            return None   # every URL is unique: nothing decided, no second pass
+        # 2. the decisions over those rows only, in as many partitions as their count calls
+        #    for (one in one process); its output, sorted, is what the runner applies
+        yield [Pass(name="decisions", inputs=("shared",), fn=shorter_ones,
+                    partitioning=Hash(column="url", parts=ctx.partitions(shared, self.config.rows_per_part, 1)),
+                    output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+        return "decisions"
+
+
+def shared_urls(t: pa.Table) -> pa.Table:
+    """The rows of ``t`` whose URL another row has (every row of a URL is in ``t``)."""
+    t = t.filter(pc.is_valid(t.column("url")))
+    counts = t.group_by("url").aggregate([("url", "count")])
+    shared = counts.filter(pc.greater(counts.column("url_count"), 1)).column("url")
+    return t.filter(pc.is_in(t.column("url"), value_set=shared))
 
 
 def shorter_ones(t: pa.Table) -> pa.Table:

@@ -51,7 +51,7 @@ def test_longest_document_per_url_is_kept_across_splits(ray_session, tmp_path):
         sources:
           - {name: web, format: jsonl, paths: [data/*.jsonl], options: {id_key: id, url_key: url}}
         stages:
-          - longest_per_url: {parts: 2}
+          - longest_per_url: {parts: 2, local_rows: 0}
     """))
     result = run_job(load_job(spec), echo=lambda line: None)
     kept = pq.read_table(tmp_path / "out" / "documents")
@@ -63,4 +63,6 @@ def test_longest_document_per_url_is_kept_across_splits(ray_session, tmp_path):
     assert rejects.column("reject_detail").to_pylist() == [kept_id, kept_id]
     report = result.report["stage_reports"]["longest_per_url"]
     assert report["removed"] == 2
-    assert [(p["pass"], p["rows"], p["reused"]) for p in report["passes"]] == [("decisions", 2, False)]
+    assert report["decided_in"] == "Ray Data passes"
+    assert [(p["pass"], p["rows"], p["reused"]) for p in report["passes"]] == [("shared", 3, False),
+                                                                               ("decisions", 2, False)]
