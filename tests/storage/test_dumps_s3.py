@@ -2,7 +2,8 @@
 Exchange ``Posts.xml.bz2`` on the S3 test server give the same rows as the same files on
 local disk (both readers open through the input layer, which decompresses whatever the
 storage), and a cut ``.bz2`` on S3 is the file's one ``read:truncated_bz2`` reject
-naming it, after the pages read before the cut, as locally."""
+naming it, after the pages read before the cut, as locally (under ``on_error: fail``,
+one line naming the object)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,19 @@ import bz2
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
 from datapipe import fs
+from datapipe.errors import CorruptInputError
 from datapipe.readers import READERS
 from datapipe.spec import _resolve_files
 
 SRC = "src"
 
 
-def _rows(path: str, reader: str, options: dict | None = None) -> list[tuple]:
+def _rows(path: str, reader: str, options: dict | None = None, **kw) -> list[tuple]:
     files, _ = _resolve_files([path], base=Path("/"), where="test")
-    r = READERS[reader](source=SRC, options=options or {})
+    r = READERS[reader](source=SRC, options=options or {}, **kw)
     return [(row["id"], row["origin"], row["text"], row["raw"], row["url"], row["source_id"], row["metadata"],
              row["_reject_reason"], row["_reject_detail"])
             for split in r.plan(files) for t in r.read(split) for row in t.to_pylist()]
@@ -73,3 +77,7 @@ def test_truncated_bz2_dump_on_s3_keeps_pages_and_names_the_file(bucket, shared_
     assert got[None] >= 1 and got["read:truncated_bz2"] == 1
     last = remote[-1]
     assert last[7] == "read:truncated_bz2" and last[1] == "cut.xml.bz2"
+    # under on_error: fail the job stops with one line naming the object
+    with pytest.raises(CorruptInputError) as exc:
+        _rows(f"{bucket}/wiki/cut.xml.bz2", "mediawiki", on_error="fail")
+    assert str(exc.value).startswith(f"{bucket}/wiki/cut.xml.bz2: read:truncated_bz2") and "\n" not in str(exc.value)
