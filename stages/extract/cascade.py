@@ -36,8 +36,8 @@ from __future__ import annotations
 import functools
 import re
 import types
+from collections.abc import Callable
 from copy import copy
-from typing import Callable
 
 #: the trafilatura release whose internals :func:`_internals` binds (pyproject pins it)
 TRAFILATURA_VERSION = "2.3.1"
@@ -97,7 +97,7 @@ def _load(page: str):
     if tree is None or len(tree) < 1:
         try:
             tree = lh.fromstring(page.encode("utf8", "surrogatepass"), parser=parser)
-        except Exception:   # as trafilatura.utils.fromstring_bytes: no tree (then the full reference runs)
+        except Exception:   # noqa: BLE001 - as trafilatura.utils.fromstring_bytes: no tree, the full pass runs
             return None
     if tree is not None and is_dubious_html(beginning) and len(tree) < 2:
         return None
@@ -112,7 +112,7 @@ def _first(e, a: str, b: str) -> str | None:
     va, vb = e.get(a), e.get(b)
     if va is None or vb is None:
         return va if vb is None else vb
-    for key in e.keys():
+    for key in e.keys():   # noqa: SIM118 - an lxml element's `in` tests children, not attributes
         if key in (a, b):
             return va if key == a else vb
     return None
@@ -196,7 +196,7 @@ def _matchers() -> dict[str, list]:
         return (c in ("post", "entry") or g("itemprop") == "articleBody" or i == "articleContent"
                 or bool(i and b0_id.search(i)) or bool(c and b0_class.search(c)))
 
-    b2_id, b2_class, fulltext = rx(X._STORY_ID_TOKENS), rx(X._STORY_CLASS_TOKENS), re.compile("fulltext", re.I)
+    b2_id, b2_class, fulltext = rx(X._STORY_ID_TOKENS), rx(X._STORY_CLASS_TOKENS), re.compile("fulltext", re.IGNORECASE)
 
     def body_story(e) -> bool:
         g = e.get
@@ -264,9 +264,17 @@ def one_pass(small: str, options, *, is_forum: bool, compare: Callable[[int], bo
     from lxml.etree import Element, strip_tags
     from trafilatura.core import determine_returnstring
     from trafilatura.deduplication import duplicate_test
-    from trafilatura.htmlprocessing import convert_tags, prune_unwanted_nodes, tree_cleaning
+    from trafilatura.htmlprocessing import (
+        convert_tags,
+        prune_unwanted_nodes,
+        tree_cleaning,
+    )
     from trafilatura.metadata import Document
-    from trafilatura.xpaths import RAW_TREE_PRUNE_XPATH, REMOVE_COMMENTS_AND_LISTS_XPATH, REMOVE_COMMENTS_XPATH
+    from trafilatura.xpaths import (
+        RAW_TREE_PRUNE_XPATH,
+        REMOVE_COMMENTS_AND_LISTS_XPATH,
+        REMOVE_COMMENTS_XPATH,
+    )
 
     assert options.focus == "precision" and not options.comments, "one_pass covers precision without comments"
     extract_content, compare_extraction = _internals()
