@@ -187,6 +187,20 @@ def test_cascade_keeps_form_wrapped_pages_and_falls_back_on_empty_main_text(shar
     assert stats.changes["cascade_fallbacks"] == 2
 
 
+def test_cascade_with_trafilaturas_own_defaults_takes_the_public_path(shared_dir):
+    """Settings outside the single pass (no precision, comments on) still extract: fast
+    mode on the stripped page, the full reference for short texts; the same pages kept
+    as the reference with those settings, and close text."""
+    raws = [r for _, r in pages(shared_dir, 10)]
+    cfg = dict(favor_precision=False, include_comments=True)
+    ref, _ = run(Extract(ExtractConfig(**cfg)), raws)
+    cas, stats = run(Extract(ExtractConfig(extractor="cascade", **cfg)), raws)
+    assert reasons(cas) == reasons(ref) and sum(r is None for r in reasons(ref)) >= 9
+    f1 = [token_f1(a, b) for a, b in zip(cas.column("text").to_pylist(), ref.column("text").to_pylist())]
+    assert sum(f1) / len(f1) >= 0.9, f1
+    assert stats.changes["pages_extracted"] == len(raws)
+
+
 def test_cascade_needs_the_pinned_trafilatura(monkeypatch):
     from stages.extract import cascade
 
