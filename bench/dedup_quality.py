@@ -1,5 +1,5 @@
 """Near-duplicate quality on real text with known similarities: our dedup stage
-(``side()`` per source, ``decide()`` once) beside datasketch's ``MinHashLSH`` queried with the same parameters.
+(``side()`` per source, its passes once) beside datasketch's ``MinHashLSH`` queried with the same parameters.
 
 The benchmark is built here, deterministically, from real documents: Wikipedia
 paragraphs (WikiText-2), CCNet / Dolma web pages and Project Gutenberg book passages.

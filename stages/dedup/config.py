@@ -51,7 +51,7 @@ class DedupConfig(StageConfig):
     index_in: str | None = None
     index_out: str | None = None
     # execution
-    #: ``decide()`` runs in one process on NumPy/Arrow up to this many side rows (plus
+    #: the passes run in one process on NumPy/Arrow up to this many side rows (plus
     #: index documents), with no Ray Data pass and its start-up cost; above it, Ray
     #: Data passes bounded by the ``*_rows`` options below. Both give the same decisions
     local_rows: int = 200_000

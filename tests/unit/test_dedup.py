@@ -1,7 +1,7 @@
 """Dedup building blocks, without Ray: datasketch-identical signatures on real text,
 datasketch's LSH parameter choice and candidate rule, the partition kernels
 (exact groups, bucket stars, verification, connected components, decisions) on
-crafted inputs, the side rows and the local ``decide()`` path end to end."""
+crafted inputs, the side rows and the one-process path of the stage's passes end to end."""
 
 from __future__ import annotations
 
@@ -310,7 +310,7 @@ def test_decisions_label_exact_and_near_and_skip_index_documents():
     assert sizes["size"].to_pylist() == [3] and sizes["n"].to_pylist() == [2]
 
 
-# -- side rows and the local decide path ------------------------------------------------------
+# -- side rows and the one-process path ---------------------------------------------------------
 
 def test_side_rows_are_compact_one_per_document_and_datasketch_equal(real_docs):
     texts = [real_docs[0], "", real_docs[1], None, real_docs[0], "!!! ???"]

@@ -1,5 +1,7 @@
 """The executor of declared passes: a committed pass is keyed by its declaration and its
-inputs' contents, reused when they come again and run again when either changes."""
+inputs' contents, reused when they come again and run again when either changes; a
+generator plan is sent each batch's artifacts and may discard an artifact and publish a
+folder (in this process: ``local``, no Ray)."""
 
 from __future__ import annotations
 
@@ -7,7 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from datapipe.passes import Output, Parts, Pass, PassExecutor
+from datapipe.passes import Blocks, Discard, Output, Parts, Pass, PassExecutor, Publish, run_passes
 
 OUT = pa.schema([("v", pa.int64()), ("_input", pa.int64())])
 
@@ -63,3 +65,39 @@ def test_declarations_are_checked():
         Output(schema=OUT, sort_by=("nope",))
     with pytest.raises(ValueError, match="neither an input"):
         PassExecutor("/tmp/unused", None, inputs={}).run(_plan(1))
+
+
+def doubled(t: pa.Table) -> pa.Table:
+    return pa.table({"v": pa.compute.multiply(t.column("v"), 2)})
+
+
+def _chain(dest: str, seen: list):
+    """Keeps the values above 4; doubles them only when there are any, then drops the
+    first artifact and publishes the second with a note of its rows."""
+    done = yield _plan(4)
+    seen.append(done["above"].rows)
+    if not done["above"].rows:
+        return None
+    done = yield [Pass(name="doubled", inputs=("above",), fn=doubled, partitioning=Blocks(), output=Output())]
+    yield [Discard(name="above"),
+           Publish(name="out", dest=dest, folders={"vals": "doubled"}, texts={"meta.json": f"{done['doubled'].rows}"})]
+    return "doubled"
+
+
+def test_a_generator_plan_follows_its_artifacts_discards_and_publishes(tmp_path):
+    files = [_write(tmp_path / "a.parquet", [5, 1, 9])]
+    root, dest = str(tmp_path / "work"), tmp_path / "published"
+    (dest / "old").mkdir(parents=True)   # the folder published is replaced whole
+    seen: list = []
+    timings: list = []
+    out = run_passes(_chain(str(dest), seen), root, None, inputs={"nums": files}, local=True, timings=timings)
+    assert out.decisions == "doubled" and seen == [2] and "above" not in out.artifacts
+    assert not any(p.name.startswith("above-") for p in (tmp_path / "work").iterdir())   # discarded
+    assert sorted(p.name for p in dest.iterdir()) == ["meta.json", "vals"]
+    assert (dest / "meta.json").read_text() == "2"
+    assert sorted(pq.read_table(dest / "vals").column("v").to_pylist()) == [10, 18]
+    assert [(t["pass"], t["rows"]) for t in timings] == [("above", 2), ("doubled", 2), ("out", 2)]
+
+    files = [_write(tmp_path / "a.parquet", [1, 2])]   # nothing above 4: the plan stops, decides nothing
+    out = run_passes(_chain(str(tmp_path / "unused"), seen), root, None, inputs={"nums": files}, local=True)
+    assert out.decisions is None and seen == [2, 0] and not (tmp_path / "unused").exists()
