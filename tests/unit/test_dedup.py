@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 import pytest
 from datasketch import MinHash, MinHashLSH
 
@@ -351,6 +352,25 @@ def test_local_decide_removes_planted_copies_and_keeps_distinct(tmp_path, real_d
     # no duplicates: no decisions file
     none, rep, uri = run_global(stage, {"a": base}, tmp_path / "x", ("wiki",))
     assert none == {} and uri is None and rep["counts"]["removed"] == 0
+
+
+def test_index_out_holds_the_survivors_also_when_nothing_is_removed(tmp_path, real_docs):
+    """The executor publishes the index the stage declares: every survivor, with or
+    without removals, and a next run against it removes its copies."""
+    paras = [d for d in real_docs if len(d.split()) >= 60][:10]
+    base = S.make_batch(source="wiki", ids=[f"wiki/{i:02d}" for i in range(10)], texts=paras)
+    first = Dedup(DedupConfig(source_priority=("wiki", "web"), index_out=str(tmp_path / "index")))
+    removed, rep, uri = run_global(first, {"a": base}, tmp_path / "w1", ("wiki",))
+    assert removed == {} and uri is None
+    assert rep["index_out"] == {"path": str(tmp_path / "index"), "documents": 10, "added": 10}
+    meta = json.loads((tmp_path / "index" / "meta.json").read_text())
+    assert (meta["segments"], meta["documents"]) == (["seg-0000"], 10)
+    assert pq.read_table(tmp_path / "index" / "seg-0000").column("id").to_pylist() == [f"wiki/{i:02d}" for i in
+                                                                                       range(10)]
+    copies = S.make_batch(source="web", ids=["web/0", "web/1"], texts=[paras[2], "a new text " * 30])
+    second = Dedup(DedupConfig(source_priority=("wiki", "web"), index_in=str(tmp_path / "index")))
+    removed, rep, _ = run_global(second, {"b": copies}, tmp_path / "w2", ("web",))
+    assert removed == {"web/0": ("dedup:exact", "wiki/02")} and rep["index_in"]["documents"] == 10
 
 
 @pytest.mark.parametrize("kwargs,field", [
