@@ -52,6 +52,7 @@ from typing import Any, Literal, Mapping
 from datapipe import fs
 from datapipe.config import build, load_yaml_mapping, to_plain
 from datapipe.errors import SpecError
+from datapipe.readers.base import BATCH_ROWS, MAX_DOC_BYTES
 from datapipe.stage import Compute, FormatterStage, GlobalStage, RewriteFilterStage, Stage, StageConfig
 
 Registry = Mapping[str, type[Stage]]
@@ -80,9 +81,9 @@ class ExecutionSpec:
 
     num_cpus: int | None = None
     split_bytes: int | None = None
-    batch_rows: int = 256
+    batch_rows: int = BATCH_ROWS
     actors_per_stage: int | None = None
-    max_doc_bytes: int = 16 << 20
+    max_doc_bytes: int = MAX_DOC_BYTES
     max_retries: int = 3
     max_restarts: int = 3
 

@@ -42,6 +42,11 @@ from datapipe.errors import CorruptInputError, SpecError
 from datapipe.readers._streams import FileCorrupt, classify
 from datapipe.readers.inputs import DEFAULT_LIMITS, Input, InputLimits
 
+#: rows per Arrow batch a reader yields and a stage processes (``execution.batch_rows``)
+BATCH_ROWS = 256
+#: the largest document a reader emits, in UTF-8 bytes (``execution.max_doc_bytes``)
+MAX_DOC_BYTES = 16 << 20
+
 log = logging.getLogger(__name__)
 
 ON_ERROR = ("skip", "fail")
@@ -310,8 +315,8 @@ class Reader:
         source: str,
         options: Any = None,
         on_error: str = "skip",
-        batch_rows: int = 1000,
-        max_doc_bytes: int = 16 << 20,
+        batch_rows: int = BATCH_ROWS,
+        max_doc_bytes: int = MAX_DOC_BYTES,
         limits: InputLimits | None = None,
     ) -> None:
         if not isinstance(source, str) or not source:

@@ -52,7 +52,7 @@ import pyarrow as pa
 from datapipe import fs
 from datapipe import schema as S
 from datapipe.errors import SpecError
-from datapipe.readers.base import InputFile, KeyOptions, Reader, ReadSplit, read_split
+from datapipe.readers.base import BATCH_ROWS, MAX_DOC_BYTES, InputFile, KeyOptions, Reader, ReadSplit, read_split
 from datapipe.readers.registry import ReaderRegistry, guess_format, reader_class, reader_registry
 from datapipe.stage import Stage
 
@@ -216,8 +216,8 @@ def iter_documents(
     on_error: str = "skip",
     stats: ReadStats | None = None,
     storage: fs.StorageOptions | None = None,
-    batch_rows: int = 256,
-    max_doc_bytes: int = 16 << 20,
+    batch_rows: int = BATCH_ROWS,
+    max_doc_bytes: int = MAX_DOC_BYTES,
     readers: ReaderRegistry | None = None,
 ) -> Iterator[Document]:
     """Documents of every input, in a deterministic order (specs in order, files
