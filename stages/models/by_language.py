@@ -15,6 +15,7 @@ import logging
 import os
 from typing import Callable, Sequence
 
+from datapipe import fs
 from datapipe.errors import SpecError
 
 log = logging.getLogger(__name__)
@@ -63,7 +64,7 @@ def split_by_language(inputs: Sequence[str], workdir: str, *, lang_key: str | No
                 continue
             if lang not in handles:
                 paths[lang] = os.path.join(workdir, f"{tag}.{lang}.jsonl")
-                handles[lang] = open(paths[lang], "w", encoding="utf-8")  # a private working file
+                handles[lang] = fs.open_stream(paths[lang], append=False)  # a private working file
             handles[lang].write(json.dumps({"text": doc.text}, ensure_ascii=False) + "\n")
     finally:
         for h in handles.values():

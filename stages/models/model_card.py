@@ -35,11 +35,7 @@ def card_path(model_path: str | os.PathLike) -> str:
 def write_card(model_path: str | os.PathLike, card: dict[str, Any]) -> str:
     """Write ``card`` beside ``model_path`` (atomically) and return its path."""
     path = card_path(model_path)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(card, f, indent=2, sort_keys=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    fs.write_text(path, json.dumps(card, indent=2, sort_keys=False) + "\n")
     return path
 
 

@@ -14,11 +14,11 @@ import json
 import logging
 import os
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Sequence
 
+from datapipe import fs
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
 from stages.tokenize.identity import (
@@ -201,16 +201,7 @@ class _CountingIter:
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    fs.write_bytes(str(path), data)
 
 
 # ---------------------------------------------------------------------------------------

@@ -26,18 +26,8 @@ READS = {
     "stages/heuristics/datatrove_mode.py": "a peer's local word lists, loaded by path",
     "stages/heuristics/c4.py": "bad-words lists: local model data loaded by path",
     "trainer_bridge/memory.py": "reads /proc/meminfo (host facts, not user data)",
+    "stages/models/perplexity/train.py": "perplexity cut-offs: a local CSV beside the model, read by path",
     "datapipe/reaper.py": "reads /proc/<pid>/stat to find the Ray processes a driver started (host facts, not user data)",
-}
-
-#: modules whose writes are still their own, each with the fs call that replaces it; this must
-#: end empty (issue #41: the storage layer with no side doors)
-WRITES_TO_MOVE = {
-    "stages/models/model_card.py": "write_card: fs.write_text(path, json.dumps(card, indent=2) + newline)",
-    "stages/models/by_language.py": "the per-language working files: fs.open_stream(path, append=False)",
-    "stages/models/perplexity/arpa.py": "write_arpa: fs.AtomicFile(path); build_binary: fs.move_into_place",
-    "stages/models/perplexity/train.py": "write_cutoffs: the CSV into io.StringIO(newline=''), then fs.write_text",
-    "stages/models/quality/train.py": "the trained model: fs.move_into_place(tmp_model, out)",
-    "stages/tokenize/train.py": "_atomic_write: fs.write_bytes",
 }
 
 
@@ -85,18 +75,16 @@ def test_user_data_goes_through_the_storage_layer():
     assert len(files) > 50, f"expected the packages under {REPO}"
     uses = {str(f.relative_to(REPO)): direct_storage_uses(f, REPO) for f in files}
     uses.pop("datapipe/fs.py")
-    writes = [hit for m, hits in uses.items() if m not in WRITES_TO_MOVE for hit in hits if _is_write(hit)]
+    writes = [hit for m, hits in uses.items() for hit in hits if _is_write(hit)]
     assert writes == [], ("write files through datapipe.fs (fs.AtomicFile, fs.write_bytes/write_text, "
                           "fs.move_into_place, fs.open_stream):\n  " + "\n  ".join(writes))
-    reads = [hit for m, hits in uses.items() if m not in READS and m not in WRITES_TO_MOVE for hit in hits
+    reads = [hit for m, hits in uses.items() if m not in READS for hit in hits
              if not _is_write(hit)]
     assert reads == [], ("read files through datapipe.fs (fs.open_input, fs.read_bytes, fs.resolve), or add "
                          "a module that reads local-only files by path to READS with its reason:\n  "
                          + "\n  ".join(reads))
     stale = sorted(m for m in READS if m in uses and not uses[m])
     assert stale == [], f"these modules no longer read files by path; remove them from READS: {stale}"
-    moved = sorted(m for m in WRITES_TO_MOVE if m in uses and not any(map(_is_write, uses[m])))
-    assert moved == [], f"these modules write through datapipe.fs now; remove them from WRITES_TO_MOVE: {moved}"
 
 
 def test_the_check_finds_each_kind_of_direct_use(tmp_path):

@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from datapipe import fs
 from stages.models.perplexity.kneser_ney import NgramModel
 
 log = logging.getLogger(__name__)
@@ -47,11 +48,10 @@ def write_arpa(model: NgramModel, path: str | os.PathLike) -> int:
     """Write ``model`` as ARPA to ``path`` (via a temporary name, renamed when complete).
     Returns the file size in bytes."""
     path = os.fspath(path)
-    tmp = f"{path}.tmp{os.getpid()}"
     vocab = pa.array(model.vocab, pa.large_string())
     empty = pa.scalar("", pa.large_string())
     tab, space, nl = (pa.scalar(c, pa.large_string()) for c in ("\t", " ", "\n"))
-    with open(tmp, "wb") as f:
+    with fs.AtomicFile(path) as f:
         f.write(b"\n\\data\\\n")
         for o in model.orders:
             f.write(f"ngram {o.n}={len(o)}\n".encode())
@@ -73,7 +73,6 @@ def write_arpa(model: NgramModel, path: str | os.PathLike) -> int:
                 line = pc.binary_join_element_wise(line, empty, nl)
                 _write_strings(f, line)
         f.write(b"\n\\end\\\n")
-    os.replace(tmp, path)
     return os.path.getsize(path)
 
 
@@ -86,5 +85,5 @@ def build_binary(arpa_path: str, binary_path: str) -> bool:
         return False
     tmp = f"{binary_path}.tmp{os.getpid()}"
     subprocess.run([exe, arpa_path, tmp], check=True, capture_output=True)
-    os.replace(tmp, binary_path)
+    fs.move_into_place(tmp, binary_path)
     return True

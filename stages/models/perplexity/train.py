@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import io
 import logging
 import os
 import time
@@ -23,6 +24,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import xxhash
 
+from datapipe import fs
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
 from stages.models.textnorm import TextNorm
@@ -221,13 +223,12 @@ def write_cutoffs(path: str, table: Mapping[str, np.ndarray]) -> None:
     """CCNet's layout: header ``,lang1,lang2``; row ``p`` holds the p-th percentile."""
     langs = sorted(table)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
-        w.writerow([""] + langs)
-        for i, p in enumerate(PERCENTILES):
-            w.writerow([p] + [f"{table[lang][i]:.2f}" for lang in langs])
-    os.replace(tmp, path)
+    buf = io.StringIO(newline="")
+    w = csv.writer(buf)
+    w.writerow([""] + langs)
+    for i, p in enumerate(PERCENTILES):
+        w.writerow([p] + [f"{table[lang][i]:.2f}" for lang in langs])
+    fs.write_text(path, buf.getvalue())
 
 
 def read_cutoffs(path: str) -> dict[str, np.ndarray]:

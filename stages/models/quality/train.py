@@ -53,6 +53,7 @@ import numpy as np
 import xxhash
 
 from stages.models import fasttext as fasttext_compat
+from datapipe import fs
 from datapipe.errors import SpecError
 from datapipe.readers import ReadStats
 from stages.models.textnorm import TextNorm
@@ -417,7 +418,7 @@ def _fit(cfg: QualityTrainConfig, train_lines: list[str], out: str) -> tuple[dic
             search["diverged_on_final"] = skipped
     finally:
         os.unlink(train_file)
-    os.replace(tmp_model, out)
+    fs.move_into_place(tmp_model, out)
     return params, search
 
 
