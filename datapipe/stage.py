@@ -711,8 +711,7 @@ class StageContext:
     the report. ``side``, ``local`` and ``cpus`` are set by the executor before it asks a
     global stage for its passes: the side files (Parquet files, whose footers give
     counts), whether the passes run in one process, and the CPUs they are spread over (1
-    in one process). :attr:`work` is the same place as a :class:`datapipe.fs.Location`, the
-    handle every file access of a stage goes through."""
+    in one process). Files are reached through :mod:`datapipe.fs` with ``storage``."""
 
     work_dir: str
     sources: tuple[str, ...]
@@ -730,9 +729,3 @@ class StageContext:
         from datapipe.passes import partitions
 
         return partitions(rows, per_partition, self.cpus, min_rows)
-
-    @property
-    def work(self) -> "fs.Location":
-        from datapipe import fs
-
-        return fs.Location(self.work_dir, self.storage)
