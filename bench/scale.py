@@ -475,7 +475,7 @@ def docs_one(n: int, args: argparse.Namespace, shared: Path) -> dict:
     print(f"\ndedup removed {sum(dedup.get('dropped', {}).values()):,} ({dedup.get('dropped')}); known copies "
           f"whose pair reached dedup: exact {ce:,}/{ne:,} caught, near {cn:,}/{nn:,} caught; other removals "
           f"{found['other']:,}; dedup path: {dedup_rep.get('path', '?')} ({dedup.get('docs_in', 0):,} documents "
-          f"reached dedup; local_rows 200,000), {dedup_rep.get('seconds', 0):.1f} s in decide(); passes: "
+          f"reached dedup; local_rows 200,000), {dedup_rep.get('seconds', 0):.1f} s in its passes: "
           + ", ".join(f"{p.get('pass', p.get('name'))} {p.get('seconds', 0):.1f} s"
                       for p in dedup_rep.get("passes", [])))
     ok, planted, dups = found["repeat"]

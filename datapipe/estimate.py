@@ -15,7 +15,7 @@ with every estimate:
   grow with input at the source's split size) or where a node's memory cannot hold a
   worker per core;
 * memory: split tasks hold one split at a time, so a worker's peak does not grow with
-  input; the driver is flat (one small record per split) except for dedup's ``decide()``,
+  input; the driver is flat (one small record per split) except for dedup's passes,
   which runs in the driver up to 20,000 documents, in one Ray task up to ``local_rows``
   (~1-5 KB each, docs/dedup.md) and in bounded Ray Data partitions beyond;
 * output bytes, documents and tokens are the source run's ratios to input.
@@ -41,8 +41,8 @@ log = logging.getLogger(__name__)
 #: the largest Ray worker measured in docs/dedup.md ("largest worker", 200,000 documents:
 #: 989 MB, the verification joins); used for ``--mem-per-node`` when ``--worker-mem`` is not given
 MEASURED_WORKER_BYTES = 1_000_000_000
-#: docs/dedup.md: decide()'s local path holds ~1-5 KB per document, in the driver up to
-#: DEDUP_DRIVER_ROWS side rows (stages.dedup.stage.DRIVER_ROWS), in one Ray task above
+#: docs/dedup.md: the passes' one-process path holds ~1-5 KB per document, in the driver up to
+#: DEDUP_DRIVER_ROWS side rows (datapipe.passes.DRIVER_ROWS), in one Ray task above
 DEDUP_DRIVER_BYTES_PER_DOC = 5_000
 DEDUP_DRIVER_ROWS = 20_000
 #: docs/dedup.md defaults (used when the report's dedup section does not carry them)
@@ -167,7 +167,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
     else:
         scale, by = target.docs / d0, "documents"
     eff = target.efficiency
-    # split-task seconds (parallel) and driver seconds (a global stage's decide()) per stage;
+    # split-task seconds (parallel) and driver seconds (a global stage's passes) per stage;
     # a report from before they were recorded: all busy seconds count as split-task work
     task0 = {st["stage"]: float(st.get("task_seconds", st["busy_seconds"])) for st in stages}
     drv0 = {st["stage"]: float(st.get("driver_seconds", 0.0)) for st in stages}
@@ -218,7 +218,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
             if seen0 <= DEDUP_DRIVER_ROWS:
-                notes.append(f"driver peak: the source's, which includes its local decide() of {seen0:,.0f} documents "
+                notes.append(f"driver peak: the source's, which includes its one-process passes over {seen0:,.0f} documents "
                              f"(up to ~{seen0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
                              "does not hold: an upper bound")
     stage_cpu = {name: (task0[name] + drv0[name]) * scale for name in task0}
@@ -230,15 +230,15 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
     assumptions = [
         f"source: {source} (job {report.get('job')!r}, started {report.get('started')}): {d0:,.0f} documents, "
         f"{b0 / 1e6:,.2f} MB read, {wall0:.1f} s wall on {cores0} CPUs, {t_task0:.1f} s of stage work in split "
-        f"tasks, {t_drv0:.1f} s of global stages' decide() on the driver",
+        f"tasks, {t_drv0:.1f} s of global stages' passes run from the driver",
         f"scaled by {by}: x{scale:,.3f}; input bytes are the read stage's (text + raw markup, decompressed)",
         "linear per-byte costs per stage: "
         + ", ".join(f"{n} {1e6 * (task0[n] + drv0[n]) / b0:.3g} s/MB" for n in task0 if task0[n] + drv0[n] > 0),
         f"fixed start-up cost separated: {fixed:.1f} s (source wall {wall0:.1f} s minus {t_task0:.1f} s of split-task "
-        f"work over {usable0:g} usable CPUs at {eff:.0%} and {t_drv0:.1f} s of decide()), carried over unchanged "
+        f"work over {usable0:g} usable CPUs at {eff:.0%} and {t_drv0:.1f} s of global stages' passes), carried over unchanged "
         "(a cluster's start-up may be longer)"
         + (f"; plus {extra_fixed:.0f} s for dedup's distributed passes' start-up (docs/dedup.md)" if extra_fixed else ""),
-        f"global stages' decide() (dedup): serial on the driver up to local_rows documents ({serial:,.1f} s "
+        f"global stages' passes (dedup): serial (in the driver or one Ray task) up to local_rows documents ({serial:,.1f} s "
         "projected), otherwise spread over the cores like split work",
         f"parallel efficiency {eff:.0%} of {usable} usable cores ({target.nodes} nodes x {target.cores_per_node} "
         f"cores; splits ~{splits:,.0f} at the source's split size)",
@@ -246,7 +246,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         "or the driver's start-up",
         "a stage's busy seconds are wall time inside the stage: on a loaded source machine they include waiting "
         "for a core, which inflates the projection",
-        "memory: split tasks hold one split at a time (flat in input); driver flat except dedup's local decide() "
+        "memory: split tasks hold one split at a time (flat in input); driver flat except dedup's one-process passes "
         f"up to {DEDUP_DRIVER_ROWS:,} documents (above: in one Ray task up to local_rows; docs/dedup.md bounds)",
         f"output ratios as in the source: {totals.get('documents', 0) / d0:.3f} documents kept per document read, "
         f"{out_bytes / b0:.3f} text bytes per input byte, {tokens / b0:.4f} tokens per input byte",

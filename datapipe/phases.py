@@ -82,7 +82,7 @@ def runs_in_driver(plan: Plan, staging: str) -> bool:
 @dataclasses.dataclass
 class PhaseResults:
     """What the phases returned: every split's record (all phases), splits reused per
-    phase, and per global stage its decide() seconds and report."""
+    phase, and per global stage its passes' seconds and report."""
 
     records: list[dict]
     reused: list[int]

@@ -190,7 +190,7 @@ def describe_plan(plan: Plan, cpus: int | None = None) -> list[str]:
                          f"reads: {', '.join(st.cls.reads) or '-'}; adds: {adds}{only}")
         if ph.after is not None:
             only = f"; only sources: {', '.join(sorted(ph.after.sources))}" if ph.after.sources is not None else ""
-            lines.append(f"      -> {ph.after.name}: side data per split, decide() once on the driver{only}")
+            lines.append(f"      -> {ph.after.name}: side data per split, then its passes (in the driver, one Ray task or Ray Data, by rows){only}")
     fmt = job.output_options.format
     lines.append(f"outputs: documents/<source>/part-<split> and rejects/<source>/part-<split> ({fmt}), "
                  + (f"{plan.sink.folder}/<source>/ (per split) + manifest, " if plan.sink is not None else "")

@@ -50,7 +50,7 @@ def build_report(job: JobSpec, chain: list[str], stats: dict[str, dict[str, dict
             "changes": total.changes,
             "busy_seconds": round(seconds, 4),
             # for `datapipe estimate`: seconds in the split tasks (a global stage's side())
-            # and a global stage's decide() on the driver (busy_seconds shows the latter alone)
+            # and a global stage's passes, run from the driver (busy_seconds shows the latter alone)
             "task_seconds": round(total.seconds - global_seconds.get(name, 0.0), 4),
             "driver_seconds": round(global_seconds.get(name, 0.0), 4),
             "docs_per_second": round(total.docs_in / seconds, 1) if seconds > 0 else None,

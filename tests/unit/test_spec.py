@@ -182,7 +182,7 @@ def test_dedup_groups_load_and_overlapping_groups_are_refused(tmp_path):
         ("dedup", "dedup", None)]
     assert job.stages[0].config.shingle == "token" and job.stages[1].config.ngram == 3
     plan = [line.strip() for line in describe_plan(compile_plan(job))]
-    assert "-> dedup_code: side data per split, decide() once on the driver; only sources: code, forks" in plan
+    assert "-> dedup_code: side data per split, then its passes (in the driver, one Ray task or Ray Data, by rows); only sources: code, forks" in plan
 
     body = GROUPS.replace("sources: [wiki]", "sources: [wiki, forks]")
     with pytest.raises(SpecError) as e:
