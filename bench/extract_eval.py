@@ -20,6 +20,13 @@ Quality, two ways:
   contain and snippets it must not). Each snippet is a true positive (wanted, found), a
   false negative (wanted, missing), a false positive (unwanted, found); precision, recall
   and F1 are over all snippets of all pages that have an entry (micro-averaged);
+* against the articlebench set, with ``--articlebench DIR`` (a checkout of Zyte's
+  article-extraction-benchmark: 181 pages in ``html/*.html.gz``, ``ground-truth.json``
+  with each page's ``articleBody``): their metric, written here from their evaluate.py:
+  per page, the 4-token shingles (``\\w+`` tokens) of the text and of the truth give TP, FP
+  and FN as counts normalised to sum 1; precision and recall are means over the pages
+  (a page with nothing extracted has no precision, one with an empty truth no recall),
+  F1 = 2PR / (P + R) of those means;
 * agreement with the reference extractor, per page: *exact* (identical text; two empty
   outputs agree) and *similar* (token F1 >= 0.9, F1 = 2 |A ∩ B| / (|A| + |B|) over the
   multisets of whitespace tokens, 1.0 when both are empty).
@@ -27,13 +34,15 @@ Quality, two ways:
 The held-out set is trafilatura's evaluation pages that are not among the shared ones:
 ``--pages <trafilatura checkout>/tests/eval --truth <...>/tests/evaldata.json
 --skip-shared --only-truth`` (464 pages at trafilatura e90b0ef).
+The articlebench set: ``--articlebench <article-extraction-benchmark checkout>`` (181 pages
+at 4a3bc97), pages and truth both from that folder.
 
 Time per page: CPU time of this process (``time.process_time``), which a shared machine
 distorts less than wall time; each chunk of pages is timed for every row back to back,
 ``--repeats`` times in alternating order, and the fastest run of each chunk is kept.
 
     .venv/bin/python bench/extract_eval.py [--truth evaldata.json] [--extractors trafilatura,cascade]
-        [--pages DIR --skip-shared --only-truth] [--limit N] [--repeats 3] [--chunk 16]
+        [--pages DIR --skip-shared --only-truth | --articlebench DIR] [--limit N] [--repeats 3] [--chunk 16]
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ import collections  # noqa: E402
 import gzip  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
+import re  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 
@@ -114,6 +124,60 @@ def truth_scores(names: list[str], outs: list[str | None], truth: dict) -> tuple
     return precision, recall, f1, pages
 
 
+def load_articlebench(folder: Path, limit: int | None) -> tuple[list[tuple[str, bytes]], dict[str, str]]:
+    """The pages of an article-extraction-benchmark checkout, named by their key in
+    ``ground-truth.json`` (the file name without ``.html.gz``), and ``{key: articleBody}``."""
+    truth_file, html_dir = folder / "ground-truth.json", folder / "html"
+    if not truth_file.is_file() or not html_dir.is_dir():
+        sys.exit(f"--articlebench {folder}: expected ground-truth.json and html/ there "
+                 "(a checkout of github.com/scrapinghub/article-extraction-benchmark)")
+    truth = {k: (v.get("articleBody") or "") for k, v in json.loads(truth_file.read_text(encoding="utf-8")).items()}
+    pages = [(n.removesuffix(".html"), raw) for n, raw in
+             load_pages(html_dir, limit, skip_shared=False, truth=None, only_truth=False)]
+    missing = [n for n, _ in pages if n not in truth]
+    if missing:
+        sys.exit(f"--articlebench {folder}: {len(missing)} pages have no ground-truth.json entry, e.g. {missing[:3]}")
+    return pages, truth
+
+
+_WORD = re.compile(r"\w+")
+
+
+def _shingles(text: str, n: int = 4) -> collections.Counter:
+    """The multiset of n-token shingles; a text of fewer than n tokens is one shorter shingle."""
+    tokens = _WORD.findall(text)
+    return collections.Counter(tuple(tokens[i:i + n]) for i in range(max(1, len(tokens) - n + 1)) if tokens)
+
+
+def shingle_match(true: str, pred: str) -> tuple[float, float, float]:
+    """(TP, FP, FN) of one page over its 4-token shingles, scaled to sum 1 (so that a long
+    article weighs as much as a short one); all 0 when both texts are empty."""
+    t, p = _shingles(true), _shingles(pred)
+    tp = sum((t & p).values())
+    fp = sum((p - t).values())
+    fn = sum((t - p).values())
+    total = tp + fp + fn
+    return (tp / total, fp / total, fn / total) if total else (0.0, 0.0, 0.0)
+
+
+def articlebench_scores(names: list[str], outs: list[str | None], truth: dict[str, str]) -> tuple[float, float, float, int]:
+    """(precision, recall, F1, pages scored) as article-extraction-benchmark's evaluate.py
+    computes them: per-page precision averaged over the pages with something extracted,
+    per-page recall over the pages with a non-empty truth (a page where both texts are
+    equal, empty included, scores 1), F1 of the two means."""
+    precisions, recalls = [], []
+    for name, out in zip(names, outs):
+        tp, fp, fn = shingle_match(truth[name], out or "")
+        if tp + fp > 0:
+            precisions.append(1.0 if fp == fn == 0 else tp / (tp + fp))
+        if tp + fn > 0:
+            recalls.append(1.0 if fp == fn == 0 else tp / (tp + fn))
+    precision = statistics.mean(precisions) if precisions else 0.0
+    recall = statistics.mean(recalls) if recalls else 0.0
+    f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
+    return precision, recall, f1, len(names)
+
+
 def token_f1(a: str | None, b: str | None) -> float:
     ta, tb = (a or "").split(), (b or "").split()
     if not ta and not tb:
@@ -141,6 +205,9 @@ def main() -> None:
     ap.add_argument("--truth", default=None, help="trafilatura's tests/evaldata.json: ground truth for F1")
     ap.add_argument("--skip-shared", action="store_true", help="leave out pages that are in the shared set (held-out)")
     ap.add_argument("--only-truth", action="store_true", help="only pages that have a ground-truth entry")
+    ap.add_argument("--articlebench", default=None, metavar="DIR",
+                    help="a checkout of Zyte's article-extraction-benchmark: its html/ pages, scored against its "
+                         "ground-truth.json with its shingle metric (instead of --pages/--truth)")
     ap.add_argument("--extractors", default=",".join(EXTRACTORS),
                     help=f"comma-separated, the first is the reference (default: {','.join(EXTRACTORS)})")
     ap.add_argument("--no-direct", action="store_true", help="leave out the direct call and the stage-overhead row")
@@ -152,9 +219,23 @@ def main() -> None:
 
     args = _smoke.parse(ap, {"limit": 8, "repeats": 1})
 
-    truth = load_truth(args.truth)
-    folder = Path(args.pages) if args.pages else shared_dir() / "corpora" / "web" / "html"
-    pages = load_pages(folder, args.limit, skip_shared=args.skip_shared, truth=truth, only_truth=args.only_truth)
+    if args.articlebench:
+        if args.pages or args.truth or args.skip_shared or args.only_truth:
+            ap.error("--articlebench DIR brings its own pages and truth: leave out --pages, --truth, "
+                     "--skip-shared and --only-truth")
+        folder = Path(args.articlebench) / "html"
+        pages, bench_truth = load_articlebench(Path(args.articlebench), args.limit)
+
+        def score(names: list[str], outs: list) -> tuple[float, float, float, int]:
+            return articlebench_scores(names, outs, bench_truth)
+        truth_label = (f"{args.articlebench}/ground-truth.json (articleBody; article-extraction-benchmark's "
+                       "4-token shingle P/R, averaged over pages)")
+    else:
+        truth = load_truth(args.truth)
+        folder = Path(args.pages) if args.pages else shared_dir() / "corpora" / "web" / "html"
+        pages = load_pages(folder, args.limit, skip_shared=args.skip_shared, truth=truth, only_truth=args.only_truth)
+        score = None if truth is None else (lambda names, outs: truth_scores(names, outs, truth))
+        truth_label = f"{args.truth} (snippet P/R/F1, micro-averaged)"
     names, raws = [n for n, _ in pages], [r for _, r in pages]
     n = len(raws)
 
@@ -199,11 +280,11 @@ def main() -> None:
     print(f"extract on {n} pages from {folder}{' (not in the shared set)' if args.skip_shared else ''}; "
           f"trafilatura {trafilatura.__version__}; CPU time of this process, best of {args.repeats} per chunk")
     print(f"agreement with the reference row ({runs[ref_key][0]}): exact = identical text, similar = token F1 >= 0.9")
-    if truth is not None:
-        print(f"ground truth: {args.truth} (snippet P/R/F1, micro-averaged)")
+    if score is not None:
+        print(f"ground truth: {truth_label}")
     print()
     head = (f"{'row':34s} {'ms/page':>8s} {'vs ref':>7s} {'exact':>7s} {'similar':>8s} {'tokF1':>6s}"
-            f"{'  P     R     F1   ' if truth is not None else ''} {'kept':>5s} {'fallback':>8s}")
+            f"{'  P     R     F1   ' if score is not None else ''} {'kept':>5s} {'fallback':>8s}")
     print(head)
     print("-" * len(head))
     for key, (label, stage) in runs.items():
@@ -212,13 +293,13 @@ def main() -> None:
         exact = sum((a or None) == (b or None) for a, b in zip(outs, ref))
         line = (f"{label:34s} {best[key] / n * 1e3:8.2f} {best[key] / best[ref_key]:6.2f}x {exact / n * 100:6.1f}% "
                 f"{sum(x >= 0.9 for x in f1s) / n * 100:7.1f}% {statistics.mean(f1s):6.3f}")
-        if truth is not None:
-            p, r, f, _ = truth_scores(names, outs, truth)
+        if score is not None:
+            p, r, f, _ = score(names, outs)
             line += f" {p:5.3f} {r:5.3f} {f:5.3f}"
         fb = f"{fallbacks[key] / n * 100:7.1f}%" if key == "cascade" else ""
         print(f"{line} {sum(bool(t) for t in outs):5d} {fb:>8s}")
-    if truth is not None:
-        print(f"\npages with ground truth: {truth_scores(names, ref, truth)[3]} of {n}")
+    if score is not None:
+        print(f"\npages with ground truth: {score(names, ref)[3]} of {n}")
     if "direct" in runs:
         diff = [(names[i], round(token_f1(a, b), 3)) for i, (a, b) in enumerate(zip(outputs["stage_defaults"], outputs["direct"]))
                 if (a or None) != (b or None)]
