@@ -50,6 +50,8 @@ import xxhash
 ID, SOURCE, TEXT, URL, RAW, ORIGIN = "id", "source", "text", "url", "raw", "origin"
 SOURCE_ID, METADATA = "source_id", "metadata"
 REJECT_STAGE, REJECT_REASON, REJECT_DETAIL = "_reject_stage", "_reject_reason", "_reject_detail"
+#: a document's place in a phase's output: its split and its row there (side data and decisions)
+SPLIT, ROW = "_split", "_row"
 
 BASE_FIELDS: tuple[pa.Field, ...] = (
     pa.field(ID, pa.string(), nullable=False),
@@ -68,6 +70,11 @@ REJECT_FIELDS: tuple[pa.Field, ...] = (
 )
 BASE_SCHEMA = pa.schema(BASE_FIELDS + REJECT_FIELDS)
 BASE_COLUMNS = frozenset(f.name for f in BASE_FIELDS + REJECT_FIELDS)
+
+#: a global stage's decisions (datapipe.stage.GlobalStage.passes): one row per document it
+#: drops, by (SPLIT, ROW), with the rule (without the stage prefix) and a detail; a stage
+#: that edits or annotates appends its fields (``edit``, its added columns)
+DECISIONS = pa.schema([(SPLIT, pa.string()), (ROW, pa.int64()), ("reason", pa.string()), ("detail", pa.string())])
 
 # Columns every source provides from the start (text/raw depend on the format).
 TEXT_SOURCE_COLUMNS = frozenset({ID, SOURCE, TEXT, URL, ORIGIN, SOURCE_ID, METADATA})

@@ -46,12 +46,12 @@ from datapipe.plan import Phase, SplitRef
 from datapipe.sink import DocumentSink, SinkSplit, file_info
 from datapipe.spec import OutputSpec
 from datapipe.readers.base import read_split
+from datapipe.schema import ROW, SPLIT
 from datapipe.stage import mark_rejects
 
 #: rows per Parquet row group in every file the runner writes (bytes independent of batch size)
 ROW_GROUP_ROWS = 4096
 REJECT_RENAMES = {S.REJECT_STAGE: "reject_stage", S.REJECT_REASON: "reject_reason", S.REJECT_DETAIL: "reject_detail"}
-SPLIT, ROW = "_split", "_row"
 EDIT = "edit"   # a global stage's decisions: the units an edit removes (null: drop the row)
 
 

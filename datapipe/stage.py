@@ -657,9 +657,10 @@ class GlobalStage(Stage):
         decided). ``ctx.local`` says whether the passes run in one process (then one
         partition is enough) and ``ctx.cpus`` how many CPUs they are spread over.
 
-        The decisions: columns ``_split`` (string), ``_row`` (int64), ``reason`` (string,
-        rule name without the stage prefix), ``detail`` (string, nullable), sorted by
-        (``_split``, ``_row``); deterministic in (side contents, config).
+        The decisions (:data:`datapipe.schema.DECISIONS`): columns ``_split`` (string),
+        ``_row`` (int64), ``reason`` (string, rule name without the stage prefix),
+        ``detail`` (string, nullable), sorted by (``_split``, ``_row``); deterministic in
+        (side contents, config).
 
         A stage with ``edits_text`` may add a column ``edit`` (``list<int64>``): a row
         whose ``edit`` is null is dropped as above; a row whose ``edit`` is a list is kept

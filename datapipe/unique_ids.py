@@ -80,9 +80,6 @@ def write_ids(path: str, tables: list[pa.Table], storage: fs.StorageOptions | No
             w.write_table(table.slice(int(lo), int(hi - lo)))
 
 
-#: the decisions' columns, as the runner takes them
-DECISIONS_SCHEMA = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                              ("detail", pa.string())])
 #: the executor's name for the splits' id files
 IDS = "ids"
 
@@ -95,14 +92,14 @@ def extra_copies(t: pa.Table, *, splits: list[str]) -> pa.Table:
     hi, lo = t.column("h_hi").to_numpy(), t.column("h_lo").to_numpy()
     same = np.r_[False, (hi[1:] == hi[:-1]) & (lo[1:] == lo[:-1])]
     if not same.any():
-        return DECISIONS_SCHEMA.empty_table()
+        return S.DECISIONS.empty_table()
     first = np.maximum.accumulate(np.where(same, 0, np.arange(len(same))))   # each row's group start
     dup = np.flatnonzero(same)
     origins = t.column("origin").take(pa.array(first[dup])).to_pylist()
     names = np.array(splits, dtype=object)[t.column("_input").to_numpy()[dup]]
     return pa.table({"_split": pa.array(names.tolist(), pa.string()), "_row": t.column("_row").take(pa.array(dup)),
                      "reason": pa.array([REASON] * len(dup), pa.string()),
-                     "detail": pa.array([f"first copy at {o}" for o in origins], pa.string())}, schema=DECISIONS_SCHEMA)
+                     "detail": pa.array([f"first copy at {o}" for o in origins], pa.string())}, schema=S.DECISIONS)
 
 
 def check_passes(splits: Sequence[str], parts: int) -> list[Pass]:
@@ -110,7 +107,7 @@ def check_passes(splits: Sequence[str], parts: int) -> list[Pass]:
     row group per part, so a part task reads only its row groups, and no shuffle is
     needed; one part runs on the driver), its output the sorted decisions."""
     return [Pass(name="duplicates", inputs=(IDS,), fn=extra_copies, partitioning=Parts(column="part", parts=parts),
-                 output=Output(schema=DECISIONS_SCHEMA, sort_by=("_split", "_row")),
+                 output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)),
                  params={"splits": list(splits)}, columns=("h_hi", "h_lo", "_row", "origin"))]
 
 

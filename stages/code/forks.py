@@ -50,8 +50,6 @@ from stages.dedup.minhash import (
     permutations,
 )
 
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string())])
 _NORM = Normalisation(lowercase=False, punctuation=False, digits=False, whitespace=True)
 _GROUP = "repositories"
 
@@ -121,7 +119,7 @@ class RepoDedup(GlobalStage):
         return [Pass(name="decisions", inputs=(Input(name=SIDE, columns=("id", "repo", "stars", "sig", "group",
                                                                           "_split", "_row")),),
                      fn=fork_clusters, partitioning=Hash(column="group", parts=1),
-                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")),
+                     output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)),
                      params={"threshold": float(cfg.threshold), "bands": bands, "rows": rows})]
 
 
@@ -130,7 +128,7 @@ def fork_clusters(t: pa.Table, *, threshold: float, bands: int, rows: int) -> pa
     t = t.filter(pc.is_valid(t.column("sig")))
     n = t.num_rows
     if n < 2:
-        return DECISIONS.empty_table()
+        return S.DECISIONS.empty_table()
     stars = t.column("stars").to_pylist()
     names = t.column("repo").to_pylist()
     ids = t.column("id").to_pylist()
@@ -169,9 +167,9 @@ def fork_clusters(t: pa.Table, *, threshold: float, bands: int, rows: int) -> pa
     roots = np.array([find(i) for i in range(n)])
     drop = np.flatnonzero(roots != np.arange(n))
     if not len(drop):
-        return DECISIONS.empty_table()
+        return S.DECISIONS.empty_table()
     detail = [f"{names[r]} ({ids[r]})" for r in roots[drop].tolist()]
     out = pa.table({"_split": t.column("_split").take(pa.array(drop)), "_row": t.column("_row").take(pa.array(drop)),
                     "reason": pa.array(["fork"] * len(drop), pa.string()), "detail": pa.array(detail, pa.string())},
-                   schema=DECISIONS)
+                   schema=S.DECISIONS)
     return out.sort_by([("_split", "ascending"), ("_row", "ascending")])

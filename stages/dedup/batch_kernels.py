@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import xxhash
 
 from datapipe import schema as S
+from datapipe.schema import ROW, SPLIT
 from stages.dedup import graph as G
 from stages.dedup.minhash import (Normalisation, Shingling, band_buckets, batch_signatures, normalise, permutations)
 
@@ -22,10 +23,6 @@ log = logging.getLogger(__name__)
 # columns of the node rows the passes work on (one per eligible side row)
 KEY, EXACT, BUCKETS, SIG, SH, BATCH = "_dd_key", "_dd_exact", "_dd_buckets", "_dd_sig", "_dd_sh", "_dd_batch"
 SHARD = "shard"  # not underscore-prefixed: readers skip such folder names
-# the columns the runner appends to side rows
-SPLIT, ROW = "_split", "_row"
-DECISIONS_SCHEMA = pa.schema([(SPLIT, pa.string()), (ROW, pa.int64()), ("reason", pa.string()),
-                              ("detail", pa.string())])
 
 
 def _col(t: pa.Table, name: str) -> pa.Array:
@@ -320,7 +317,7 @@ def decisions_out(dec: pa.Table) -> pa.Table:
     """Decision rows as the runner takes them: ``_split, _row, reason, detail``
     (the survivor's id), sorted by ``(_split, _row)``."""
     t = pa.table({SPLIT: _col(dec, SPLIT), ROW: _col(dec, ROW), "reason": _col(dec, "reason"),
-                  "detail": _col(dec, "kept")}, schema=DECISIONS_SCHEMA)
+                  "detail": _col(dec, "kept")}, schema=S.DECISIONS)
     return t.sort_by([(SPLIT, "ascending"), (ROW, "ascending")])
 
 

@@ -34,8 +34,6 @@ from datapipe import schema as S
 from datapipe.passes import SIDE, Hash, Output, Pass
 from datapipe.stage import GlobalStage, StageConfig
 
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string())])
 _BASE = frozenset(f.name for f in S.BASE_FIELDS) - {S.TEXT, S.RAW, S.METADATA}
 _VERSION_RE = re.compile(r"\s*[vV]?(\d+)\s*$")
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -118,7 +116,7 @@ class LatestVersion(GlobalStage):
     def passes(self, ctx) -> list[Pass]:
         return [Pass(name="decisions", inputs=(SIDE,), fn=older_versions,
                      partitioning=Hash(column="key", parts=self.config.parts),
-                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+                     output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)))]
 
 
 def older_versions(t: pa.Table) -> pa.Table:
@@ -140,11 +138,11 @@ def older_versions(t: pa.Table) -> pa.Table:
     reasons = np.where(same, "same_version", "older").tolist()
     out = pa.table({"_split": t.column("_split").take(pa.array(drop)), "_row": t.column("_row").take(pa.array(drop)),
                     "reason": pa.array(reasons, pa.string()),
-                    "detail": t.column("id").take(pa.array(kept_at[drop]))}, schema=DECISIONS)
+                    "detail": t.column("id").take(pa.array(kept_at[drop]))}, schema=S.DECISIONS)
     if not bad.num_rows:
         return out
     bad = pa.table({"_split": bad.column("_split"), "_row": bad.column("_row"),
                     "reason": pa.array(["bad_version"] * bad.num_rows, pa.string()),
                     "detail": pa.array(["the version does not fit 64 bits"] * bad.num_rows, pa.string())},
-                   schema=DECISIONS)
+                   schema=S.DECISIONS)
     return pa.concat_tables([out, bad]).sort_by([("_split", "ascending"), ("_row", "ascending")])

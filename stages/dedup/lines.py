@@ -35,8 +35,7 @@ from datapipe.stage import GlobalStage, StageConfig
 SIDE_SCHEMA = pa.schema([("hashes", pa.list_(pa.int64())), ("units", pa.list_(pa.int32()))])
 UNITS = pa.schema([("hash", pa.int64()), ("_split", pa.string()), ("_row", pa.int64()), ("unit", pa.int32())])
 COPIES = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("unit", pa.int32())])
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string()), ("edit", pa.list_(pa.int64()))])
+DECISIONS = pa.schema([*S.DECISIONS, ("edit", pa.list_(pa.int64()))])
 
 #: a paragraph ends at a blank line (a newline, then one or more lines of only whitespace)
 _PARAGRAPH_SEP = re.compile(r"(\n(?:[ \t\r\f\v]*\n)+)")
@@ -145,7 +144,7 @@ class LineDedup(GlobalStage):
                                             maps=((explode_units, {}),)),),
                  fn=later_copies, partitioning=Hash(column="hash", parts=parts), output=Output(schema=COPIES)),
             Pass(name="decisions", inputs=("dups",), fn=edit_lists, partitioning=Hash(column="_split", parts=parts),
-                 output=Output(schema=DECISIONS, sort_by=("_split", "_row"))),
+                 output=Output(schema=DECISIONS, sort_by=(S.SPLIT, S.ROW))),
         ]
 
     def apply_edits(self, texts: Sequence[str], edits: Sequence[Sequence[int]]

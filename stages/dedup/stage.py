@@ -257,7 +257,7 @@ class _Plan:
             dec = _read_tables(passes.parquet_files(self.done[comp].uri, st), st, P.DECISION_SCHEMA)
             decisions = "decisions_out"
             yield from self._one(Pass(name=decisions, inputs=(comp,), fn=P.decisions_out, partitioning=Blocks(),
-                                      output=Output(schema=P.DECISIONS_SCHEMA, sort_by=(P.SPLIT, P.ROW))))
+                                      output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW))))
         if cfg.index_out:
             yield from self._index(index, n_elig, comp if n_comp else None)
         counts = {"documents": n_side, **counts, "removed": dec.num_rows}

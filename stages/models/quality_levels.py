@@ -39,8 +39,7 @@ from datapipe.stage import GlobalStage, StageConfig
 
 LEVEL = "quality_level"
 DIRECTIONS = ("higher", "lower")
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string()), (LEVEL, pa.int32()), ("group", pa.string()), ("key", pa.float64())])
+DECISIONS = pa.schema([*S.DECISIONS, (LEVEL, pa.int32()), ("group", pa.string()), ("key", pa.float64())])
 _POOL = "(pooled)"
 
 
@@ -145,7 +144,7 @@ class QualityLevels(GlobalStage):
         cols = list(cfg.scores)
         return [Pass(name="decisions", inputs=(Input(name=SIDE, columns=("idh", "group", "_split", "_row", *names)),),
                      fn=assign_levels, partitioning=Hash(column="group", parts=cfg.parts),
-                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")),
+                     output=Output(schema=DECISIONS, sort_by=(S.SPLIT, S.ROW)),
                      params={"levels": cfg.levels, "scores": names, "columns": cols,
                              "weights": [float(cfg.weights.get(c, 1.0)) for c in cols],
                              "lower": [cfg.scores[c] == "lower" for c in cols], "missing": cfg.missing})]

@@ -56,11 +56,7 @@ class ExactDup(GlobalStage):
 
     def passes(self, ctx) -> list[Pass]:
         return [Pass(name="decisions", inputs=(SIDE,), fn=later_copies, partitioning=Hash(column="h", parts=1),
-                     output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
-
-
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string())])
+                     output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)))]
 
 
 def later_copies(t: pa.Table) -> pa.Table:
@@ -74,7 +70,7 @@ def later_copies(t: pa.Table) -> pa.Table:
                 rows[k].append(v)
         else:
             first[h] = doc
-    return pa.table(rows, schema=DECISIONS)
+    return pa.table(rows, schema=S.DECISIONS)
 
 
 class Tagger(AnnotatorStage):

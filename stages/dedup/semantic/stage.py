@@ -47,8 +47,6 @@ SAMPLE = pa.schema([("h", pa.uint64()), ("source", pa.string()), ("id", pa.strin
                     ("emb", pa.list_(pa.float32())), ("rows", pa.int64())])
 CENTROIDS = pa.schema([("cluster", pa.int32()), ("centroid", pa.list_(pa.float64())), ("rows", pa.int64()),
                        ("sample", pa.int64())])
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string())])
 #: how deep a cluster above ``max_cluster_rows`` is cut by k-means before it is cut
 #: into runs of keep-rule order
 _MAX_DEPTH = 3
@@ -139,7 +137,7 @@ class SemanticDedup(GlobalStage):
                                maps=((route_to_clusters, {"centroids": Ref(name="centroids"), "storage": STORAGE,
                                                           "parts": c.parts}),)),),
                  fn=cluster_duplicates, partitioning=Routed(parts=c.parts),
-                 output=Output(schema=DECISIONS, sort_by=("_split", "_row")),
+                 output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)),
                  params={"threshold": float(c.threshold), "ranks": ranks, "default_rank": len(ranks),
                          "max_cluster_rows": c.max_cluster_rows, "block_rows": c.block_rows, "seed": c.seed,
                          "iterations": c.iterations}),
@@ -281,7 +279,7 @@ def cluster_duplicates(t: pa.Table, *, threshold: float, ranks: dict[str, int], 
     the keep rule's order (MinHash dedup's node keys: source rank, source, id), the
     duplicates of each component dropped in favour of its first document."""
     if not t.num_rows:
-        return DECISIONS.empty_table()
+        return S.DECISIONS.empty_table()
     src, ids = _col(t, "source"), _col(t, "id")
     rank = np.array([ranks.get(s, default_rank) for s in src.to_pylist()], np.int64)
     keys = G.make_keys(1, rank, src, ids, 0, np.zeros(t.num_rows, np.uint64),
@@ -304,6 +302,6 @@ def cluster_duplicates(t: pa.Table, *, threshold: float, ranks: dict[str, int], 
     detail = [f"kept {k}, cosine {c:.4f}" for k, c in zip(kept_ids, cos_v.tolist())]
     out = pa.table({"_split": _col(t, "_split").take(pa.array(drop_i)), "_row": _col(t, "_row").take(pa.array(drop_i)),
                     "reason": pa.array(["duplicate"] * len(drop_i), pa.string()),
-                    "detail": pa.array(detail, pa.string())}, schema=DECISIONS)
+                    "detail": pa.array(detail, pa.string())}, schema=S.DECISIONS)
     return out.sort_by([("_split", "ascending"), ("_row", "ascending")])
 
