@@ -34,6 +34,7 @@ import zstandard
 
 from datapipe import fs
 from datapipe.readers.inputs import FileCorrupt, Input, classify, strip_compression
+from stages.arrow_strings import utf8_buffers
 from stages.hashing.radix import RadixIndex
 
 log = logging.getLogger(__name__)
@@ -54,18 +55,6 @@ def normalize(texts: pa.Array) -> pa.Array:
     return pc.replace_substring_regex(pc.utf8_lower(texts), NON_WORD_RE2, " ")
 
 
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    arr = pc.fill_null(arr, "")
-    if arr.offset != 0:
-        arr = pa.concat_arrays([arr])
-    n = len(arr)
-    off_type = np.int64 if pa.types.is_large_string(arr.type) else np.int32
-    offsets = np.frombuffer(arr.buffers()[1], dtype=off_type)[: n + 1].astype(np.int64)
-    buf = arr.buffers()[2]
-    data = np.frombuffer(buf, dtype=np.uint8)[: int(offsets[-1])] if buf is not None and n else np.zeros(0, np.uint8)
-    return offsets, data
-
-
 @dataclass
 class Words:
     """The words of a batch of normalised texts, in order: the strings, the row each
@@ -84,7 +73,7 @@ def _span_hashes(arr: pa.Array) -> np.ndarray:
     """64-bit polynomial hash of every string: prefix sums of ``(b + 1) * P**j`` over the
     byte buffer, so a string's hash is ``(S[end] - S[start]) * P**-start`` (numpy, no
     Python per string), mixed with its length."""
-    offsets, data = _buffers(arr)
+    offsets, data = utf8_buffers(arr)
     with np.errstate(over="ignore"):
         pw = np.full(len(data) + 1, _P, dtype=np.uint64)
         pw[0] = 1

@@ -24,6 +24,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from stages.arrow_strings import utf8_buffers
+
 log = logging.getLogger(__name__)
 
 Scheme = Literal["affine32", "legacy"]
@@ -91,17 +93,6 @@ def normalise(texts: pa.Array | pa.ChunkedArray, norm: Normalisation, *, for_wor
     return t
 
 
-def _buffers(arr: pa.Array) -> tuple[memoryview, np.ndarray, np.ndarray]:
-    """(data buffer, its bytes as uint8, absolute offsets) of a large_string array."""
-    assert arr.type == pa.large_string(), arr.type
-    bufs = arr.buffers()
-    offsets = np.frombuffer(bufs[1], dtype=np.int64)[arr.offset: arr.offset + len(arr) + 1]
-    data = bufs[2]
-    if data is None or data.size == 0:
-        return memoryview(b""), np.zeros(0, np.uint8), offsets
-    return memoryview(data), np.frombuffer(data, dtype=np.uint8), offsets
-
-
 def shingle_spans(norm_texts: pa.Array, shingling: Shingling) -> tuple[memoryview, np.ndarray, np.ndarray, np.ndarray]:
     """Byte spans of every shingle of every document of a normalised batch.
 
@@ -111,22 +102,21 @@ def shingle_spans(norm_texts: pa.Array, shingling: Shingling) -> tuple[memoryvie
     are ``n`` consecutive code points. A document shorter than ``n`` tokens (or code
     points) has one shingle, the whole document; an empty one has none.
     """
-    buf, data, offsets = _buffers(norm_texts)
+    offsets, data = utf8_buffers(norm_texts)
+    buf = memoryview(data)   # offsets start at the first string: spans index data itself
     ndocs = len(offsets) - 1
-    lo, hi = int(offsets[0]), int(offsets[-1])
     nonempty = offsets[1:] > offsets[:-1]
-    seg = data[lo:hi]
     if shingling.words:
         # normalised text: single spaces between tokens, none at either end
-        sp = np.flatnonzero(seg == 0x20).astype(np.int64) + lo
+        sp = np.flatnonzero(data == 0x20).astype(np.int64)
         tok_start = np.sort(np.concatenate([offsets[:-1][nonempty], sp + 1]))
         tok_end = np.sort(np.concatenate([sp, offsets[1:][nonempty]]))
     else:
-        tok_start = np.flatnonzero((seg & 0xC0) != 0x80).astype(np.int64) + lo
+        tok_start = np.flatnonzero((data & 0xC0) != 0x80).astype(np.int64)
         tok_end = np.empty_like(tok_start)
         tok_end[:-1] = tok_start[1:]
         if len(tok_start):
-            tok_end[-1] = hi
+            tok_end[-1] = len(data)
         # the last code point of each document ends at the document's end
         doc_of_tok = np.searchsorted(offsets, tok_start, side="right") - 1
         last = np.flatnonzero(np.diff(np.append(doc_of_tok, ndocs)) != 0)
@@ -264,7 +254,7 @@ def batch_signatures(texts: pa.Array | pa.ChunkedArray, *, norm: Normalisation, 
     buf, starts, ends, ptr = shingle_spans(normed, shingling)
     hv = sha1_hash32(buf, starts, ends)
     sig = min_by_document(hv, ptr, a, b, scheme)
-    _, _, offsets = _buffers(normed)
+    offsets, _ = utf8_buffers(normed)
     h128 = xxhash.xxh3_128_digest
     exact = [h128(buf[s:e]) for s, e in zip(offsets[:-1].tolist(), offsets[1:].tolist())]
     vals = vptr = None

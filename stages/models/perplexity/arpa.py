@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from datapipe import fs
+from stages.arrow_strings import utf8_buffers
 from stages.models.perplexity.kneser_ney import NgramModel
 
 log = logging.getLogger(__name__)
@@ -34,14 +35,7 @@ def _floats(x: np.ndarray) -> pa.Array:
 
 def _write_strings(f: BinaryIO, arr: pa.Array) -> None:
     """Write the concatenated values of a (large_)string array without copying them to Python."""
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    if len(arr) == 0:
-        return
-    width = 8 if pa.types.is_large_string(arr.type) else 4
-    offs = np.frombuffer(arr.buffers()[1], dtype=np.int64 if width == 8 else np.int32,
-                         count=len(arr) + 1, offset=arr.offset * width)
-    f.write(memoryview(arr.buffers()[2])[int(offs[0]):int(offs[-1])])
+    f.write(utf8_buffers(arr)[1])
 
 
 def write_arpa(model: NgramModel, path: str | os.PathLike) -> int:
