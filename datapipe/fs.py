@@ -946,60 +946,6 @@ def local_tree(uri: str, storage: StorageOptions | None = None) -> str:
     return dest
 
 
-@dataclass(frozen=True)
-class Location:
-    """A place in storage: a URI (or local path) plus the options that reach it.
-
-    Being removed (issue #41: one storage API): the module functions take the same
-    ``(uri, storage)`` pair and are what code uses; this class stays only until its last
-    reference, the unused ``StageContext.work`` property (datapipe/stage.py), is gone.
-    Each method is one of those functions."""
-
-    uri: str
-    storage: StorageOptions | None = None
-
-    def __str__(self) -> str:
-        return self.uri
-
-    def join(self, *parts: str) -> "Location":
-        return Location(join(self.uri, *parts), self.storage)
-
-    def filesystem(self) -> tuple[pafs.FileSystem, str]:
-        """``(pyarrow filesystem, path inside it)``: what pyarrow readers/writers and Ray
-        Data's ``read_parquet(path, filesystem=)`` take."""
-        return resolve(self.uri, self.storage)
-
-    def exists(self) -> bool:
-        return exists(self.uri, self.storage)
-
-    def is_file(self) -> bool:
-        return is_file(self.uri, self.storage)
-
-    def list(self, *, suffix: str = "") -> list[str]:
-        """Every file below this folder (URIs, sorted), ending in ``suffix``."""
-        return [f for f in list_files(self.uri, self.storage) if f.endswith(suffix)]
-
-    def glob(self, pattern: str) -> list[str]:
-        return glob(join(self.uri, pattern), self.storage)
-
-    def open_read(self) -> BinaryIO:
-        return open_input(self.uri, self.storage)
-
-    def read_bytes(self) -> bytes:
-        return read_bytes(self.uri, self.storage)
-
-    def open_write(self) -> AtomicFile:
-        """An atomic writer (:class:`AtomicFile`); commit by closing or leaving ``with``."""
-        return AtomicFile(self.uri, self.storage)
-
-    def write_bytes(self, data: bytes) -> None:
-        write_bytes(self.uri, data, self.storage)
-
-    def delete(self) -> None:
-        """This file, or the folder and everything below it; absent is fine."""
-        delete(self.uri, self.storage)
-
-
 def storage_from_mapping(raw: Mapping[str, Any] | None, *, where: str) -> StorageOptions:
     """Build :class:`StorageOptions` from a spec's ``storage:`` mapping; secrets refused."""
     from datapipe.config import build
