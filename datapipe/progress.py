@@ -224,10 +224,11 @@ def restore_ray_logging(handler: logging.Handler | None) -> None:
 
 
 def _session_log_dir() -> str | None:
-    try:
-        import ray
+    # imported here: ray_session imports this module
+    from datapipe.ray_session import _embedded_node
 
-        node = ray._private.worker.global_worker.node  # the driver's node (embedded or joined)
-        return str(Path(node.get_session_dir_path()) / "logs")
+    try:
+        node = _embedded_node()   # the driver's node (embedded, or joined: connect-only)
+        return str(Path(node.get_session_dir_path()) / "logs") if node is not None else None
     except Exception:  # noqa: BLE001 - only informational
         return None
