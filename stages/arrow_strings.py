@@ -3,8 +3,8 @@ string column's buffers.
 
 Batch kernels that scan bytes (counting lines and words, hashing URLs, n-grams or
 shingles) work on ``data[offsets[i]:offsets[i + 1]]`` instead of a Python string per row.
-Used by the heuristic filters, the code filters, ``url_filter``, decontamination and
-dedup.
+Used by the heuristic filters, the code filters, ``url_filter``, decontamination,
+dedup and the ARPA writer of the n-gram LMs.
 """
 
 from __future__ import annotations

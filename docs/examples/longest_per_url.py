@@ -10,9 +10,6 @@ from datapipe import schema as S
 from datapipe.passes import SIDE, Hash, Output, Pass
 from datapipe.stage import GlobalStage, StageConfig
 
-DECISIONS = pa.schema([("_split", pa.string()), ("_row", pa.int64()), ("reason", pa.string()),
-                       ("detail", pa.string())])
-
 
 @dataclass(kw_only=True, frozen=True)
 class LongestPerUrlConfig(StageConfig):
@@ -60,7 +57,7 @@ class LongestPerUrl(GlobalStage):
         #    for (one in one process); its output, sorted, is what the runner applies
         yield [Pass(name="decisions", inputs=("shared",), fn=shorter_ones,
                     partitioning=Hash(column="url", parts=ctx.partitions(shared, self.config.rows_per_part, 1)),
-                    output=Output(schema=DECISIONS, sort_by=("_split", "_row")))]
+                    output=Output(schema=S.DECISIONS, sort_by=(S.SPLIT, S.ROW)))]
         return "decisions"
 
 
@@ -83,4 +80,4 @@ def shorter_ones(t: pa.Table) -> pa.Table:
     drop = pa.array(np.flatnonzero(~first))
     return pa.table({"_split": t.column("_split").take(drop), "_row": t.column("_row").take(drop),
                      "reason": pa.array(["shorter"] * len(drop), pa.string()),
-                     "detail": t.column("id").take(pa.array(kept_at[np.flatnonzero(~first)]))}, schema=DECISIONS)
+                     "detail": t.column("id").take(pa.array(kept_at[np.flatnonzero(~first)]))}, schema=S.DECISIONS)
