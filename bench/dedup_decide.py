@@ -106,8 +106,9 @@ def run_old(t, work: Path, commit: str, cpus: int) -> tuple[float, int]:
     env = {**os.environ, "PYTHONPATH": str(src)}
     p = subprocess.run([sys.executable, "-c", OLD_SCRIPT, str(work / "docs.parquet"), str(work / "w"), str(cpus)],
                        env=env, capture_output=True, text=True)
-    if p.returncode:
-        raise SystemExit(f"old stage failed:\n{p.stderr[-3000:]}")
+    if p.returncode:   # the old chain's commit no longer runs against this Ray/Python: the row says so
+        print(f"old chain at {commit} did not run: {p.stderr.strip().splitlines()[-1]}", file=sys.stderr, flush=True)
+        return float("nan"), -1
     res = json.loads(p.stdout.strip().splitlines()[-1])
     return res["seconds"], res["removed"]
 
