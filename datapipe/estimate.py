@@ -35,6 +35,7 @@ from typing import Any, Mapping
 
 from datapipe import fs
 from datapipe.errors import SpecError
+from datapipe.passes import DRIVER_ROWS
 
 log = logging.getLogger(__name__)
 
@@ -42,9 +43,9 @@ log = logging.getLogger(__name__)
 #: 989 MB, the verification joins); used for ``--mem-per-node`` when ``--worker-mem`` is not given
 MEASURED_WORKER_BYTES = 1_000_000_000
 #: docs/dedup.md: the passes' one-process path holds ~1-5 KB per document, in the driver up to
-#: DEDUP_DRIVER_ROWS side rows (datapipe.passes.DRIVER_ROWS), in one Ray task above
+#: DEDUP_DRIVER_ROWS side rows (the executor's own bound), in one Ray task above
 DEDUP_DRIVER_BYTES_PER_DOC = 5_000
-DEDUP_DRIVER_ROWS = 20_000
+DEDUP_DRIVER_ROWS = DRIVER_ROWS
 #: docs/dedup.md defaults (used when the report's dedup section does not carry them)
 DEDUP_DEFAULTS = {"local_rows": 200_000, "verify_partition_rows": 100_000, "local_max_edges": 1_000_000}
 #: docs/dedup.md: per-document bytes of a verification partition (signatures + shingle
