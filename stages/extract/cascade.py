@@ -21,7 +21,11 @@ whole page. ``cascade`` keeps trafilatura's algorithm and cuts each:
    comparison mostly rescues short extractions); with the comparison, the output is
    exactly ``trafilatura.extract`` on the pre-stripped page. When the main text is empty,
    the full reference runs on the original page instead (content that only the prestrip
-   removed: ``noscript`` or ``aside`` text that readability finds).
+   removed: ``aside`` text that readability finds).
+
+A page that would make lexbor's parse quadratic (:func:`stages.extract.html.tree_work`:
+thousands of elements left open) skips the prestrip and gets the full reference, whose
+Python steps the stage's time limit can stop.
 
 The copies call trafilatura's internals, so ``cascade`` needs the trafilatura version it
 was written against (:data:`TRAFILATURA_VERSION`, pinned in pyproject.toml; the stage's
@@ -39,6 +43,8 @@ import types
 from collections.abc import Callable
 from copy import copy
 
+from stages.extract import html
+
 #: the trafilatura release whose internals :func:`_internals` binds (pyproject pins it)
 TRAFILATURA_VERSION = "2.3.1"
 
@@ -48,9 +54,11 @@ TRAFILATURA_VERSION = "2.3.1"
 #: trafilatura cleans them: ``form`` (a form holding most of the page's text is kept as a
 #: container: ASP.NET pages wrap everything in one), ``figure`` (a figure holding a table
 #: is kept as a table), ``math`` (formulas are salvaged first), ``head`` (the page language
-#: is read there), ``time``.
+#: is read there), ``time``, ``noscript`` (lexbor parses its content as text, lxml as
+#: elements: stripping it here changed what trafilatura kept around it on one
+#: articlebench page; trafilatura deletes it itself).
 PRESTRIP = (
-    "script", "style", "noscript", "template", "svg", "iframe", "nav", "footer", "aside",
+    "script", "style", "template", "svg", "iframe", "nav", "footer", "aside",
     "button", "input", "select", "option", "textarea", "label", "fieldset", "picture", "video",
     "audio", "canvas", "object", "embed", "map", "menu", "link", "meta",
 )
@@ -321,6 +329,8 @@ def extract(page: str, url: str | None, kwargs: dict, min_chars: int) -> tuple[s
     page; ``kwargs`` are ``trafilatura.extract``'s keyword arguments (the stage's)."""
     import trafilatura
 
+    if html.tree_work(page) > html.LEXBOR_MAX_WORK:   # lexbor would be quadratic: the reference, on lxml
+        return trafilatura.extract(page, url=url, **dict(kwargs, fast=False)), True
     small, is_forum = prestrip(page)
     kwargs = dict(kwargs, fast=False)
     opts = options(kwargs, url)

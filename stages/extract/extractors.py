@@ -6,11 +6,11 @@ stage counts those pages as ``cascade_fallbacks`` in the job report). The stage 
 byte-level work (size limit, binary sniffing, encoding, title, time limit) before any of
 them runs, so they differ only in how they find the main content.
 
-* ``trafilatura`` – ``trafilatura.extract`` with the stage's options: the reference, and
-  the default.
+* ``trafilatura`` – ``trafilatura.extract`` with the stage's options: the reference the
+  others are measured against.
 * ``trafilatura_fast`` – the same with trafilatura's ``fast`` mode: no comparison with
   readability/jusText (its "fallback"), so about 60 % of the CPU and lower recall.
-* ``cascade`` – trafilatura's own algorithm at about 40 % of its CPU
+* ``cascade`` (the default) – trafilatura's own algorithm at about 40 % of its CPU
   (:mod:`stages.extract.cascade`): lexbor drops what trafilatura deletes anyway, one
   pass of trafilatura's steps runs on the smaller tree with its slow XPath selectors
   replaced by the same selections in Python, and the readability/jusText comparison runs
@@ -27,6 +27,8 @@ Which is chosen is a plain dict from name to function (:data:`EXTRACTORS`).
 from __future__ import annotations
 
 from typing import Callable
+
+from stages.extract import html
 
 def trafilatura_kwargs(config) -> dict:
     """Keyword arguments for ``trafilatura.extract`` from an ``ExtractConfig``."""
@@ -52,9 +54,17 @@ def _cascade(page: str, url: str | None, config) -> tuple[str | None, bool]:
     return cascade.extract(page, url, trafilatura_kwargs(config), config.cascade_min_chars)
 
 
+class TooDeep(Exception):
+    """The page would make the HTML5 parse quadratic (:func:`stages.extract.html.tree_work`
+    over :data:`~stages.extract.html.LEXBOR_MAX_WORK`); the stage rejects it as ``too_deep``."""
+
+
 def _resiliparse(page: str, url: str | None, config) -> tuple[str | None, bool]:
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
+
+    if (work := html.tree_work(page)) > html.LEXBOR_MAX_WORK:
+        raise TooDeep(f"{work:.2g} open-element steps > {html.LEXBOR_MAX_WORK:.2g}")
 
     text = extract_plain_text(HTMLTree.parse(page), main_content=True, alt_texts=config.include_images,
                               links=config.include_links, comments=config.include_comments)
@@ -70,4 +80,4 @@ EXTRACTORS: dict[str, Callable[..., str | None]] = {
 }
 
 #: what each extractor needs besides the core dependencies: import name -> pip package
-NEEDS = {"resiliparse": ("resiliparse", "resiliparse"), "cascade": ("selectolax", "selectolax")}
+NEEDS = {"resiliparse": ("resiliparse", "resiliparse")}
