@@ -11,8 +11,10 @@ heuristic  JSONL of real documents (Wikipedia paragraphs, CCNet / RedPajama / St
 dedup      real passages plus edited near-copies (typos, dropped / inserted words,
            truncation; ``truth.jsonl`` beside the corpus holds each copy's original and
            true Jaccard) -> MinHash dedup (5-gram words, 128 hashes, threshold-like bands)
-warc       a WARC written here from the shared real HTML pages -> extraction (trafilatura on
-           both sides, the same settings and per-page time limit) -> the four rule sets ->
+warc       a WARC written here from the shared real HTML pages -> extraction (each engine's
+           default: our ``cascade``, trafilatura's own steps made cheaper, and
+           datatrove's ``Trafilatura`` step; the same settings and per-page time limit;
+           ``--extractor trafilatura`` runs the library's call on our side too) -> the four rule sets ->
            MinHash dedup (14 bands x 8 rows on both sides) -> tokenization with the sample
            tokenizer (``models/sample/tokenizer/tokenizer.json``) into token shards
 =========  ==============================================================================
@@ -24,8 +26,9 @@ own process; the wall time includes interpreter start-up on both sides.
 
 Run: ``python bench/peers.py [--quick] [--workloads heuristic,dedup,warc] [--sizes N,...] [--cpus 2]``
 (``--quick``: sizes 4x smaller, for a smoke run; ``--split-mb 4``: datapipe's read splits
-of ~4 MB, one per input file here, as datatrove's tasks are; ``--extractor cascade``: our
-``extract`` stage's extractor in the warc workload, datatrove keeps its trafilatura;
+of ~4 MB, one per input file here, as datatrove's tasks are; ``--extractor trafilatura``: our
+``extract`` stage's extractor in the warc workload (default: the stage's, ``cascade``),
+datatrove keeps its trafilatura;
 ``--background-load N``: each pair runs twice, without and then with N busy processes
 spinning beside each engine's run, and each engine's slowdown is printed: how each copes
 with a shared machine, measured in one run). Needs the ``bench`` extra
@@ -53,7 +56,8 @@ REPO = Path(__file__).resolve().parents[1]
 SIZES = {"heuristic": (12_800, 51_200), "dedup": (20_000, 80_000), "warc": (3_300, 13_200)}
 COPIES = 9          # dedup: edited copies per original passage (10 documents per group)
 FILES = 8           # input files per corpus, so both engines can split the work
-# warc: the same work on both sides. trafilatura with our extract stage's defaults (precision
+# warc: the same work on both sides. trafilatura (our side: the stage's default extractor,
+# cascade, which runs trafilatura's steps) with our extract stage's defaults (precision
 # over recall, tables kept, no in-page dedup, plain text) and one per-page time limit; MinHash
 # with datatrove's default LSH shape (14 bands x 8 rows, 5-gram words); the sample tokenizer.
 EXTRACT_TIMEOUT_S = 5.0

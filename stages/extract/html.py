@@ -224,8 +224,8 @@ def tree_work(page: str) -> int:
     many tokens: every block start tag looks for an open ``<p>`` to close, every end tag
     for its element, text reopens the formatting elements. So a page that leaves many
     elements open makes the parse quadratic, in one C call no time limit can interrupt:
-    20,000 nested ``<div>`` take 0.4 s, 200,000 took 100 s here; 20,000 unclosed
-    ``<option><optgroup>`` pairs take 78 s in resiliparse's lexbor at 100,000.
+    20,000 nested ``<div>`` take 0.4 s, 200,000 took 100 s here; 100,000 unclosed
+    ``<option><optgroup>`` pairs took 78 s in resiliparse's copy of lexbor.
 
     The bound: for every tag, the number of elements open at that point (start tags that
     are not void, minus end tags, never below zero), summed. Comments and ``<`` in text
