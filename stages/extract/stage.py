@@ -18,6 +18,10 @@ hung worker:
 * ``timeout`` – decoding + extraction took longer than ``timeout_s`` (see
   :mod:`datapipe.deadline` for how the limit is enforced in the main thread and in
   Ray's actor threads);
+* ``too_many_attributes`` – a start tag has more than ``html.MAX_ATTRIBUTES``
+  attributes: every HTML parser here (lxml, lexbor) checks each new attribute against the
+  tag's earlier ones, so such a tag is quadratic in one uninterruptible C call (80,000
+  took 76 s in lxml), checked before any extractor runs;
 * ``too_deep`` – ``extractor: resiliparse`` only: the page leaves so many elements open
   that lexbor's parse, one C call, would be quadratic (:func:`stages.extract.html.tree_work`;
   ``cascade`` gives such a page to trafilatura instead);
@@ -187,6 +191,8 @@ class Extract(RewriteFilterStage):
                 if not html.has_markup(page):
                     return None, None, "not_html|no markup", False
                 title = html.find_title(page)
+                if (attrs := html.most_attributes(page)) > html.MAX_ATTRIBUTES:
+                    return None, title, f"too_many_attributes|{attrs} in one tag > {html.MAX_ATTRIBUTES}", False
                 text, fell_back = extractor(page, url, cfg)
         except extractors.TooDeep as e:
             return None, title, f"too_deep|{e}", fell_back

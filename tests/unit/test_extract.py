@@ -390,6 +390,33 @@ def test_pathological_pages_are_rejected_in_time(shared_dir):
     assert elapsed < 5 * 2.0, elapsed
 
 
+@pytest.mark.parametrize("extractor", ["cascade", "trafilatura"])
+def test_a_tag_with_tens_of_thousands_of_attributes_is_rejected_before_parsing(extractor, shared_dir):
+    """lxml and lexbor check each new attribute against the tag's earlier ones: one tag
+    with 80,000 took 76 s in lxml, in one C call the time limit cannot stop. The page is
+    rejected as too_many_attributes before any parser sees it, also when the tag hides
+    its ">" in quoted values or is a script's own start tag; a script's content (a "<"
+    there starts no tag) and real pages are not counted against the bound."""
+    from stages.extract import html as _h
+
+    names = [f"a{i}" for i in range(80_000)]
+    hostile = [
+        ("<html><body><div " + " ".join(f"{n}=1" for n in names) + ">x</div></body></html>").encode(),
+        ("<html><body><div " + " ".join(f'{n}=">"' for n in names) + ">x</div></body></html>").encode(),
+        ("<html><body><script " + "/".join(names) + "></script><p>x</p></body></html>").encode(),
+    ]
+    script = "<html><body><script>" + "if(a<b " + " ".join(names) + ")</script><p>" + "A sentence of text. " * 50 + "</p></body></html>"
+    normal = pages(shared_dir, 1)[0][1]
+    t0 = time.perf_counter()
+    out, stats = run(Extract(ExtractConfig(extractor=extractor)), hostile + [script.encode(), normal])
+    elapsed = time.perf_counter() - t0
+    assert reasons(out)[:3] == ["extract:too_many_attributes"] * 3, reasons(out)
+    assert reasons(out)[3:] == [None, None], reasons(out)
+    assert stats.dropped == {"extract:too_many_attributes": 3}
+    assert elapsed < 10.0, elapsed
+    assert max(_h.most_attributes(_h.decode_html(raw)[0]) for _, raw in pages(shared_dir)) <= _h.MAX_ATTRIBUTES
+
+
 @pytest.mark.parametrize("extractor", ["cascade", "resiliparse"])
 def test_pages_that_make_html5_parsing_quadratic_get_a_verdict_in_time(extractor, shared_dir):
     """lexbor (the HTML5 parser of cascade's prestrip and of resiliparse) scans its open
