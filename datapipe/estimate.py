@@ -43,9 +43,8 @@ log = logging.getLogger(__name__)
 #: 989 MB, the verification joins); used for ``--mem-per-node`` when ``--worker-mem`` is not given
 MEASURED_WORKER_BYTES = 1_000_000_000
 #: docs/dedup.md: the passes' one-process path holds ~1-5 KB per document, in the driver up to
-#: DEDUP_DRIVER_ROWS side rows (the executor's own bound), in one Ray task above
+#: DRIVER_ROWS side rows (the executor's own bound), in one Ray task above
 DEDUP_DRIVER_BYTES_PER_DOC = 5_000
-DEDUP_DRIVER_ROWS = DRIVER_ROWS
 #: docs/dedup.md defaults (used when the report's dedup section does not carry them)
 DEDUP_DEFAULTS = {"local_rows": 200_000, "verify_partition_rows": 100_000, "local_max_edges": 1_000_000}
 #: docs/dedup.md: per-document bytes of a verification partition (signatures + shingle
@@ -199,14 +198,14 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         # the stage chooses its path by the documents that reach it (its side rows), not those read
         seen0 = float(next((st["docs_in"] for st in stages if st["stage"] == name), d0))
         seen = seen0 * scale
-        if seen <= DEDUP_DRIVER_ROWS:
+        if seen <= DRIVER_ROWS:
             dedup_path = (f"{name} decides in the driver ({seen:,.0f} documents reach it): "
                           f"~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most")
             driver = max(driver, driver0 + seen * DEDUP_DRIVER_BYTES_PER_DOC)
             serial += drv0.get(name, 0.0) * scale
         elif seen <= params["local_rows"]:
             dedup_path = (f"{name} decides in one Ray task ({seen:,.0f} documents reach it, above "
-                          f"{DEDUP_DRIVER_ROWS:,}): ~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most there")
+                          f"{DRIVER_ROWS:,}): ~{seen * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB at most there")
             worker = max(worker or 0, seen * DEDUP_DRIVER_BYTES_PER_DOC)
             serial += drv0.get(name, 0.0) * scale
         else:
@@ -218,7 +217,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
                           f"local_max_edges {params['local_max_edges']:,} x ~0.4 KB)")
             worker = max(worker or 0, bound)
             extra_fixed += DEDUP_PASSES_FIXED_SECONDS
-            if seen0 <= DEDUP_DRIVER_ROWS:
+            if seen0 <= DRIVER_ROWS:
                 notes.append(f"driver peak: the source's, which includes its one-process passes over {seen0:,.0f} documents "
                              f"(up to ~{seen0 * DEDUP_DRIVER_BYTES_PER_DOC / 1e6:,.0f} MB) that the distributed path "
                              "does not hold: an upper bound")
@@ -248,7 +247,7 @@ def estimate(report: Mapping[str, Any], target: Target, *, source: str = "report
         "a stage's busy seconds are wall time inside the stage: on a loaded source machine they include waiting "
         "for a core, which inflates the projection",
         "memory: split tasks hold one split at a time (flat in input); driver flat except dedup's one-process passes "
-        f"up to {DEDUP_DRIVER_ROWS:,} documents (above: in one Ray task up to local_rows; docs/dedup.md bounds)",
+        f"up to {DRIVER_ROWS:,} documents (above: in one Ray task up to local_rows; docs/dedup.md bounds)",
         f"output ratios as in the source: {totals.get('documents', 0) / d0:.3f} documents kept per document read, "
         f"{out_bytes / b0:.3f} text bytes per input byte, {tokens / b0:.4f} tokens per input byte",
     ] + notes

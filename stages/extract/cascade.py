@@ -329,10 +329,10 @@ def extract(page: str, url: str | None, kwargs: dict, min_chars: int) -> tuple[s
     page; ``kwargs`` are ``trafilatura.extract``'s keyword arguments (the stage's)."""
     import trafilatura
 
-    if html.tree_work(page) > html.LEXBOR_MAX_WORK:   # lexbor would be quadratic: the reference, on lxml
-        return trafilatura.extract(page, url=url, **dict(kwargs, fast=False)), True
-    small, is_forum = prestrip(page)
     kwargs = dict(kwargs, fast=False)
+    if html.tree_work(page) > html.LEXBOR_MAX_WORK:   # lexbor would be quadratic: the reference, on lxml
+        return trafilatura.extract(page, url=url, **kwargs), True
+    small, is_forum = prestrip(page)
     opts = options(kwargs, url)
     if opts.focus != "precision" or opts.comments:   # outside one_pass: trafilatura's public path
         text = trafilatura.extract(small, url=url, **dict(kwargs, fast=True))

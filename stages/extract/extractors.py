@@ -30,6 +30,7 @@ from typing import Callable
 
 from stages.extract import html
 
+
 def trafilatura_kwargs(config) -> dict:
     """Keyword arguments for ``trafilatura.extract`` from an ``ExtractConfig``."""
     c = config
